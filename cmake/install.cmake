@@ -1,0 +1,18 @@
+# Install rules: headers, the gcl::gcl (and gcl::tcp) targets, a config and a version file.
+include(GNUInstallDirs)
+include(CMakePackageConfigHelpers)
+
+install(DIRECTORY include/gcl DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+set(_gcl_targets gcl)
+if(TARGET gcl_tcp)
+  list(APPEND _gcl_targets gcl_tcp)
+endif()
+install(TARGETS ${_gcl_targets} EXPORT gclTargets)
+install(EXPORT gclTargets NAMESPACE gcl:: DESTINATION ${CMAKE_INSTALL_DATADIR}/cmake/gcl)
+configure_package_config_file(cmake/gclConfig.cmake.in ${PROJECT_BINARY_DIR}/gclConfig.cmake
+  INSTALL_DESTINATION ${CMAKE_INSTALL_DATADIR}/cmake/gcl)
+# Header-only: any architecture may use the package.
+write_basic_package_version_file(${PROJECT_BINARY_DIR}/gclConfigVersion.cmake
+  COMPATIBILITY SameMinorVersion ARCH_INDEPENDENT)
+install(FILES ${PROJECT_BINARY_DIR}/gclConfig.cmake ${PROJECT_BINARY_DIR}/gclConfigVersion.cmake
+  DESTINATION ${CMAKE_INSTALL_DATADIR}/cmake/gcl)

@@ -1,0 +1,137 @@
+#pragma once
+/// \file
+/// What a rank believes it is doing when it sends: the collective, its sequence number, the
+/// element type, the count, the root, the operator and the algorithm. Transports that carry it
+/// (inproc in the envelope, tcp in the frame header) compare it on receipt, so ranks that call
+/// different collectives, or the same one with different arguments, fail on the first message
+/// with `errc::mismatch` naming both sides, instead of hanging or computing garbage.
+
+#include <complex>
+#include <concepts>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <type_traits>
+
+namespace gcl {
+
+/// Message tag: separates independent streams between the same pair of ranks.
+/// User code may use any value below `tag_user_limit`; the library reserves the rest.
+///
+///     comm.send(1, payload, gcl::tag{7});
+enum class tag : std::uint32_t {};
+
+/// Tags at or above this value are reserved for collectives and transport decorators.
+inline constexpr std::uint32_t tag_user_limit = 1u << 30;
+
+/// The operation a message belongs to. `point_to_point` for the user's own send/recv.
+enum class call_kind : std::uint8_t {
+  point_to_point,
+  all_reduce,
+  reduce,
+  broadcast,
+  reduce_scatter,
+  all_gather,
+  gather,
+  scatter,
+  all_to_all,
+  barrier,
+  calibrate,
+};
+
+/// The element type of a collective, as far as the wire needs to know it.
+enum class dtype : std::uint8_t {
+  bytes, int8, uint8, int16, uint16, int32, uint32, int64, uint64, float32, float64, boolean,
+  complex64, complex128, other
+};
+
+/// `dtype` of a C++ type: `gcl::dtype_of<float>() == gcl::dtype::float32`.
+template <class T>
+constexpr dtype dtype_of() noexcept {
+  using U = std::remove_cv_t<T>;
+  if constexpr (std::same_as<U, bool>) return dtype::boolean;
+  else if constexpr (std::same_as<U, std::byte>) return dtype::bytes;
+  else if constexpr (std::same_as<U, float>) return dtype::float32;
+  else if constexpr (std::same_as<U, double>) return dtype::float64;
+  else if constexpr (std::same_as<U, std::complex<float>>) return dtype::complex64;
+  else if constexpr (std::same_as<U, std::complex<double>>) return dtype::complex128;
+  else if constexpr (std::integral<U>) {
+    constexpr bool s = std::is_signed_v<U>;
+    if constexpr (sizeof(U) == 1) return s ? dtype::int8 : dtype::uint8;
+    else if constexpr (sizeof(U) == 2) return s ? dtype::int16 : dtype::uint16;
+    else if constexpr (sizeof(U) == 4) return s ? dtype::int32 : dtype::uint32;
+    else if constexpr (sizeof(U) == 8) return s ? dtype::int64 : dtype::uint64;
+    else return dtype::other;
+  } else return dtype::other;
+}
+
+/// Short names for messages: "float32", "all_reduce".
+constexpr std::string_view name_of(dtype t) noexcept {
+  constexpr std::string_view names[] = {"bytes",   "int8",    "uint8",   "int16",     "uint16",
+                                        "int32",   "uint32",  "int64",   "uint64",    "float32",
+                                        "float64", "bool",    "complex64", "complex128", "other"};
+  return names[static_cast<int>(t)];
+}
+constexpr std::string_view name_of(call_kind k) noexcept {
+  constexpr std::string_view names[] = {"send/recv",  "all_reduce", "reduce",  "broadcast",
+                                        "reduce_scatter", "all_gather", "gather", "scatter",
+                                        "all_to_all", "barrier",    "calibrate"};
+  return names[static_cast<int>(k)];
+}
+
+/// One call as every rank must agree on it. Fixed-size and trivially copyable so a transport
+/// can put it on the wire as it is (tcp) or beside the payload (inproc).
+struct call_info {
+  call_kind kind = call_kind::point_to_point;
+  dtype type = dtype::bytes;
+  std::uint16_t element_size = 1;
+  std::int32_t root = -1;       ///< -1 where the collective has no root
+  std::uint64_t sequence = 0;   ///< 1 for the communicator's first collective, 2 for the next...
+  std::uint64_t count = 0;      ///< elements per rank, as the collective defines it
+  char op[12] = {};             ///< operator name, "sum", or "custom" for a user callable
+  char algorithm[20] = {};      ///< algorithm name, "ring", "tree", ...
+
+  friend bool operator==(call_info const&, call_info const&) = default;
+};
+
+namespace detail {
+template <std::size_t N>
+constexpr void copy_name(char (&to)[N], std::string_view from) noexcept {
+  std::size_t i = 0;
+  for (; i + 1 < N && i < from.size(); ++i) to[i] = from[i];
+  for (; i < N; ++i) to[i] = '\0';
+}
+}  // namespace detail
+
+/// The `call_info` of a collective on elements of type `T` (its sequence number is set by
+/// `communicator::begin_call`):
+///
+///     auto scope = comm.begin_call(gcl::make_call_info<float>(gcl::call_kind::all_reduce,
+///                                                             v.size(), -1, "sum", "ring"));
+template <class T>
+constexpr call_info make_call_info(call_kind kind, std::uint64_t count, int root,
+                                   std::string_view op, std::string_view algorithm) noexcept {
+  call_info c;
+  c.kind = kind;
+  c.type = dtype_of<T>();
+  c.element_size = static_cast<std::uint16_t>(sizeof(T));
+  c.root = root;
+  c.count = count;
+  detail::copy_name(c.op, op);
+  detail::copy_name(c.algorithm, algorithm);
+  return c;
+}
+
+/// "all_reduce #3 (ring, sum, 1000 x float32)" or "send/recv": for error messages.
+inline std::string describe(call_info const& c) {
+  if (c.kind == call_kind::point_to_point) return std::string(name_of(c.kind));
+  std::string s(name_of(c.kind));
+  s += " #" + std::to_string(c.sequence) + " (" + c.algorithm + ", ";
+  if (c.op[0] != '\0') s += std::string(c.op) + ", ";
+  s += std::to_string(c.count) + " x " + std::string(name_of(c.type));
+  if (c.type == dtype::other) s += "[" + std::to_string(c.element_size) + " B]";
+  if (c.root >= 0) s += ", root " + std::to_string(c.root);
+  return s + ")";
+}
+
+}  // namespace gcl

@@ -1,0 +1,105 @@
+#pragma once
+/// \file
+/// The three policies as concepts: what a transport must move, what a reduction operator must
+/// compute, and what an algorithm must provide. See doc/requirements/transport.md for the
+/// semantic requirements a concept cannot check.
+
+#include <concepts>
+#include <cstddef>
+#include <ranges>
+#include <span>
+#include <type_traits>
+
+#include "call_info.hpp"
+
+namespace gcl {
+
+/// A rank's endpoint in a fixed group of `size()` ranks: moves bytes, knows nothing of element
+/// types, operators or algorithms.
+///
+///  - `send(peer, tag, bytes)` is eager: it returns once `bytes` may be reused and never waits
+///    for the matching `recv`, so "every rank sends, then every rank receives" cannot deadlock.
+///  - `recv(peer, tag, bytes)` blocks until exactly `bytes.size()` bytes sent by `peer` with
+///    `tag` have arrived; messages are FIFO per (source, destination, tag).
+///  - every blocking call is bounded by a timeout; failures throw `gcl::transport_error`.
+///
+///     static_assert(gcl::transport<gcl::inproc_transport>);
+template <class T>
+concept transport = std::movable<T> && requires(T& t, T const& ct, int peer, tag tg,
+                                                 std::span<std::byte const> out,
+                                                 std::span<std::byte> in) {
+  { ct.rank() } -> std::same_as<int>;
+  { ct.size() } -> std::same_as<int>;
+  t.send(peer, tg, out);
+  t.recv(peer, tg, in);
+};
+
+/// Optional: the transport is told which call its messages belong to and checks that sender and
+/// receiver agree (`errc::mismatch`). Detected, not required.
+template <class T>
+concept call_aware_transport = transport<T> && requires(T& t, call_info const& c) {
+  t.set_call(c);
+};
+
+/// Optional: the transport posts the receive before sending, so a message can land straight in
+/// its destination (one copy instead of two). Detected, not required.
+template <class T>
+concept sendrecv_transport =
+    transport<T> && requires(T& t, int peer, tag tg, std::span<std::byte const> out,
+                             std::span<std::byte> in) { t.sendrecv(peer, tg, out, peer, tg, in); };
+
+/// Optional: non-blocking receive returning a request with `wait()` and `test()`.
+template <class T>
+concept irecv_transport = transport<T> && requires(T& t, int peer, tag tg, std::span<std::byte> in) {
+  { t.irecv(peer, tg, in) } -> std::movable;
+  t.irecv(peer, tg, in).wait();
+  { t.irecv(peer, tg, in).test() } -> std::same_as<bool>;
+};
+
+/// Something that can be a message payload by itself: a trivially copyable value.
+///
+///     comm.send(1, 42);  // an int is `sendable_value`
+template <class T>
+concept sendable_value = std::is_trivially_copyable_v<std::remove_cvref_t<T>> &&
+                         !std::ranges::range<std::remove_cvref_t<T>>;
+
+/// A contiguous, sized range of trivially copyable elements: `std::vector<float>`,
+/// `std::span<int>`, `std::array<double, 4>`, an `xt::xtensor`'s storage.
+template <class R>
+concept sendable_range = std::ranges::contiguous_range<R> && std::ranges::sized_range<R> &&
+                         std::is_trivially_copyable_v<std::ranges::range_value_t<R>>;
+
+/// Anything `communicator::send` accepts.
+template <class T>
+concept sendable = sendable_value<T> || sendable_range<T>;
+
+/// A reduction operator on `T`: `op(a, b)` returns the combination of `a` (the lower ranks'
+/// partial result) and `b` (the higher ranks'). Associativity is the caller's contract; the
+/// library never assumes commutativity unless the operator opts in (see `commutative_op`).
+template <class Op, class T>
+concept reduction_op = std::regular_invocable<Op const&, T const&, T const&> &&
+                       std::convertible_to<std::invoke_result_t<Op const&, T const&, T const&>, T>;
+
+/// Whether `Op` declared itself commutative. Specialise to opt in a type you cannot edit:
+///
+///     template <> inline constexpr bool gcl::enable_commutative<my_add> = true;
+template <class Op>
+inline constexpr bool enable_commutative = requires {
+  requires static_cast<bool>(std::remove_cvref_t<Op>::commutative);
+};
+
+/// A reduction operator that may be applied in any operand order (ring, halving-doubling, ...).
+template <class Op, class T>
+concept commutative_op = reduction_op<Op, T> && enable_commutative<std::remove_cvref_t<Op>>;
+
+/// An algorithm policy: a value type naming itself and saying whether it reorders operands.
+///
+///     struct my_alg { static constexpr std::string_view name = "mine";
+///                     static constexpr bool needs_commutative = false; ... };
+template <class A>
+concept algorithm = std::copyable<A> && requires {
+  { A::name } -> std::convertible_to<std::string_view>;
+  { A::needs_commutative } -> std::convertible_to<bool>;
+};
+
+}  // namespace gcl

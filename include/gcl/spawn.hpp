@@ -1,0 +1,111 @@
+#pragma once
+/// \file
+/// `spawn<Transport>(n, f)`: runs `f(comm)` for n ranks on n threads of this process, the
+/// `torch.multiprocessing.spawn` of gcl. If a rank throws, every other rank is released (their
+/// blocked calls throw `errc::aborted`), all threads are joined, and the first real error is
+/// rethrown: nothing hangs.
+
+#include <concepts>
+#include <exception>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "communicator.hpp"
+#include "error.hpp"
+
+namespace gcl {
+
+/// A transport that can form a group of n ranks inside one process: `typename T::group g(n,
+/// opts)` creates the group, `g.connect(rank)` gives each rank its endpoint (called on that
+/// rank's thread, since connecting may block on the others), and `g.abort(reason)` releases every
+/// blocked call. `inproc_transport` is one; `tcp_transport` is another, over loopback sockets.
+template <class T>
+concept group_transport =
+    transport<T> && requires { typename T::options; typename T::group; } &&
+    std::constructible_from<typename T::group, int, typename T::options> &&
+    requires(typename T::group& g, int rank, std::string const& reason) {
+      { g.connect(rank) } -> std::same_as<T>;
+      g.abort(reason);
+    };
+
+namespace detail {
+
+inline bool is_abort(std::exception_ptr const& e) {
+  try {
+    std::rethrow_exception(e);
+  } catch (transport_error const& t) {
+    return t.code() == errc::aborted;
+  } catch (...) {
+    return false;
+  }
+}
+
+inline std::string what_of(std::exception_ptr const& e) {
+  try {
+    std::rethrow_exception(e);
+  } catch (std::exception const& x) {
+    return x.what();
+  } catch (...) {
+    return "an exception not derived from std::exception";
+  }
+}
+
+}  // namespace detail
+
+/// Runs `f(comm)` on `n` threads, one per rank, with `comm` a `communicator<Transport>&`.
+/// Returns nothing if `f` returns nothing, else the n results indexed by rank.
+///
+///     gcl::spawn<gcl::inproc_transport>(4, [](auto& comm) {
+///       std::printf("Rank %d: Hello, Alice!\n", comm.rank());
+///     });
+///     auto ranks = gcl::spawn<gcl::inproc_transport>(4, [](auto& comm) { return comm.rank(); });
+template <group_transport Transport, class F>
+  requires std::invocable<F&, communicator<Transport>&>
+auto spawn(int n, F&& f, typename Transport::options opts = {}) {
+  using result = std::invoke_result_t<F&, communicator<Transport>&>;
+  constexpr bool returns = !std::is_void_v<result>;
+  using slot = std::conditional_t<returns, std::optional<result>, char>;
+
+  typename Transport::group group(n, opts);  // validates n
+  std::vector<slot> results(static_cast<std::size_t>(n));
+  std::mutex failure_mutex;
+  std::exception_ptr first_real, first_abort;
+
+  auto run_rank = [&](int rank) {
+    try {
+      communicator<Transport> comm(group.connect(rank));
+      if constexpr (returns) results[rank].emplace(std::invoke(f, comm));
+      else std::invoke(f, comm);
+    } catch (...) {
+      auto e = std::current_exception();
+      bool abort = detail::is_abort(e);
+      {
+        std::lock_guard lock(failure_mutex);
+        auto& first = abort ? first_abort : first_real;
+        if (!first) first = e;
+      }
+      if (!abort) group.abort("rank " + std::to_string(rank) + " failed: " + detail::what_of(e));
+    }
+  };
+  {
+    std::vector<std::jthread> threads;
+    threads.reserve(static_cast<std::size_t>(n));
+    for (int r = 0; r < n; ++r) threads.emplace_back(run_rank, r);
+  }  // joins
+  if (first_real) std::rethrow_exception(first_real);
+  if (first_abort) std::rethrow_exception(first_abort);
+  if constexpr (returns) {
+    std::vector<result> out;
+    out.reserve(results.size());
+    for (auto& r : results) out.push_back(std::move(*r));
+    return out;
+  }
+}
+
+}  // namespace gcl

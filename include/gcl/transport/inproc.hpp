@@ -1,0 +1,411 @@
+#pragma once
+/// \file
+/// `inproc_transport`: ranks are threads of one process.
+///
+/// Each destination rank has an inbox. A send first looks for a receive already posted by the
+/// destination (`recv`, `sendrecv`, `irecv`) for its (source, tag): if there is one, the sender
+/// copies straight into the receiver's buffer, the one copy a message costs. Otherwise it copies
+/// into a pooled buffer of the inbox and returns (eager send); the receiver copies it out later.
+/// Pooled buffers and queue slots are kept and reused, so a warm transport allocates nothing per
+/// message. Every wait is bounded by `inproc_options::timeout` and woken by `group::abort`.
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "../call_info.hpp"
+#include "../detail/deadline.hpp"
+#include "../error.hpp"
+
+namespace gcl {
+
+/// Options of `inproc_transport`, passed to `spawn` or to `inproc_transport::group`.
+///
+///     gcl::spawn<gcl::inproc_transport>(4, f, {.timeout = std::chrono::seconds{5}});
+struct inproc_options {
+  /// Bound on every blocking call; a call that waits longer throws `errc::timeout`.
+  std::chrono::milliseconds timeout{std::chrono::seconds{30}};
+};
+
+namespace detail {
+
+// A receive waiting for its message. Lives on the receiver's stack (recv, sendrecv) or in an
+// irecv request; the inbox only points to it while it is posted.
+struct inproc_posted_recv {
+  enum class state : unsigned char { idle, posted, claimed, done, mismatch };
+  int source = 0;
+  tag tg{};
+  std::span<std::byte> destination;
+  call_info receiver_call;
+  state st = state::idle;
+  // Filled by a sender that found the receive incompatible:
+  std::size_t sent_bytes = 0;
+  call_info sender_call;
+};
+
+// A message that arrived before its receive was posted, in a buffer owned by the inbox.
+struct inproc_message {
+  int source = 0;
+  tag tg{};
+  call_info call;
+  std::unique_ptr<std::byte[]> data;
+  std::size_t capacity = 0;
+  std::size_t size = 0;
+  bool ready = false;  // false while the sender is still copying in (outside the lock)
+};
+
+struct inproc_inbox {
+  std::mutex mutex;
+  std::condition_variable changed;
+  std::vector<inproc_message*> queue;         // in send order; matched FIFO per (source, tag)
+  std::vector<inproc_posted_recv*> posted;    // in post order
+  std::vector<std::unique_ptr<inproc_message>> owned;
+  std::vector<inproc_message*> free;          // reusable messages, buffers kept
+};
+
+class inproc_world {
+ public:
+  inproc_world(int size, inproc_options options)
+      : size_(size), options_(options), inboxes_(std::make_unique<inproc_inbox[]>(size)) {}
+
+  int size() const noexcept { return size_; }
+  inproc_options const& options() const noexcept { return options_; }
+  inproc_inbox& inbox(int rank) noexcept { return inboxes_[rank]; }
+
+  bool aborted() const noexcept { return aborted_.load(std::memory_order_acquire); }
+  std::string abort_reason() {
+    std::lock_guard lock(reason_mutex_);
+    return reason_;
+  }
+  // Wakes every blocked call of every rank; they throw errc::aborted. Idempotent: the first
+  // reason is kept, because later ones are usually consequences of it.
+  void abort(std::string const& reason) {
+    {
+      std::lock_guard lock(reason_mutex_);
+      if (aborted_.load()) return;
+      reason_ = reason;
+      aborted_.store(true, std::memory_order_release);
+    }
+    for (int r = 0; r < size_; ++r) {
+      std::lock_guard lock(inboxes_[r].mutex);  // no waiter can miss the flag between check and wait
+      inboxes_[r].changed.notify_all();
+    }
+  }
+
+ private:
+  int size_;
+  inproc_options options_;
+  std::unique_ptr<inproc_inbox[]> inboxes_;
+  std::atomic<bool> aborted_{false};
+  std::mutex reason_mutex_;
+  std::string reason_;
+};
+
+inline std::string tag_text(tag tg) {
+  auto v = static_cast<std::uint32_t>(tg);
+  return v >= tag_user_limit ? "library tag " + std::to_string(v) : "tag " + std::to_string(v);
+}
+
+}  // namespace detail
+
+/// A rank of a group of threads in one process. Create the group once and connect each rank,
+/// or let `gcl::spawn` do both:
+///
+///     gcl::inproc_transport::group g(4);
+///     // on thread r:  gcl::communicator comm(g.connect(r));
+class inproc_transport {
+ public:
+  using options = inproc_options;
+
+  /// The shared state of `size` ranks. Outlives nothing: every transport keeps it alive.
+  class group {
+   public:
+    explicit group(int size, inproc_options opts = {})
+        : world_(std::make_shared<detail::inproc_world>(check_size(size), opts)) {}
+    int size() const noexcept { return world_->size(); }
+    /// The endpoint of `rank`; call once per rank, from any thread.
+    inproc_transport connect(int rank) const {
+      if (rank < 0 || rank >= world_->size())
+        throw usage_error("gcl: inproc connect: rank " + std::to_string(rank) +
+                          " is out of range for a group of " + std::to_string(world_->size()));
+      return inproc_transport(world_, rank);
+    }
+    /// Releases every blocked call of every rank with `errc::aborted`, now and from now on.
+    void abort(std::string const& reason) { world_->abort(reason); }
+
+   private:
+    static int check_size(int n) {
+      if (n < 1) throw usage_error("gcl: a group needs at least one rank, got " + std::to_string(n));
+      return n;
+    }
+    std::shared_ptr<detail::inproc_world> world_;
+  };
+
+  /// A pending `irecv`. Completes when a sender copies into its buffer, or in `wait()`.
+  class request {
+   public:
+    request(request&&) noexcept = default;
+    request& operator=(request&&) noexcept = default;
+    ~request() { cancel(); }
+    /// Blocks until the message is in the buffer (or throws, as `recv` would).
+    void wait() {
+      if (!self_) return;
+      if (post_) self_->wait_posted(*post_, "irecv");
+      else self_->take_queued(source_, tg_, destination_, "irecv");
+      self_ = nullptr;
+    }
+    /// True once the message is in the buffer; never blocks.
+    bool test() {
+      if (!self_) return true;
+      if (!post_) return false;
+      auto& box = self_->world_->inbox(self_->rank_);
+      std::unique_lock lock(box.mutex);
+      using st = detail::inproc_posted_recv::state;
+      if (post_->st != st::done) return false;
+      lock.unlock();
+      self_ = nullptr;
+      return true;
+    }
+
+   private:
+    friend class inproc_transport;
+    request() = default;
+    void cancel() noexcept {
+      if (self_ && post_) self_->withdraw(*post_);
+      self_ = nullptr;
+    }
+    inproc_transport* self_ = nullptr;
+    std::unique_ptr<detail::inproc_posted_recv> post_;  // null: a matching message was queued
+    int source_ = 0;
+    tag tg_{};
+    std::span<std::byte> destination_;
+  };
+
+  int rank() const noexcept { return rank_; }
+  int size() const noexcept { return world_->size(); }
+
+  /// Which call the following messages belong to; compared with the peer's on every receive.
+  void set_call(call_info const& c) noexcept { call_ = c; }
+
+  /// Eager: copies `out` (into the posted receive, or a pooled buffer) and returns.
+  void send(int peer, tag tg, std::span<std::byte const> out) {
+    throw_if_aborted("send to", peer);
+    auto& box = world_->inbox(peer);
+    std::unique_lock lock(box.mutex);
+    // A posted receive and a queued message for the same (source, tag) never coexist: each is
+    // only added after finding none of the other under this lock. So FIFO holds either way.
+    auto it = std::find_if(box.posted.begin(), box.posted.end(), [&](auto* p) {
+      return p->source == rank_ && p->tg == tg;
+    });
+    if (it != box.posted.end()) {
+      auto* p = *it;
+      box.posted.erase(it);
+      using st = detail::inproc_posted_recv::state;
+      if (p->destination.size() != out.size() || !(p->receiver_call == call_)) {
+        p->st = st::mismatch;  // the receiver reports it, naming both sides; nothing is copied
+        p->sent_bytes = out.size();
+        p->sender_call = call_;
+        box.changed.notify_all();
+        return;
+      }
+      p->st = st::claimed;
+      lock.unlock();
+      if (!out.empty()) std::memcpy(p->destination.data(), out.data(), out.size());
+      lock.lock();
+      p->st = st::done;
+      box.changed.notify_all();
+      return;
+    }
+    detail::inproc_message* m = acquire_message(box, out.size());
+    m->source = rank_;
+    m->tg = tg;
+    m->call = call_;
+    m->size = out.size();
+    m->ready = false;
+    box.queue.push_back(m);
+    lock.unlock();
+    if (!out.empty()) std::memcpy(m->data.get(), out.data(), out.size());
+    lock.lock();
+    m->ready = true;
+    box.changed.notify_all();
+  }
+
+  /// Blocks until exactly `in.size()` bytes from `peer` with `tg` are in `in`.
+  void recv(int peer, tag tg, std::span<std::byte> in) {
+    detail::inproc_posted_recv p;
+    if (post_or_find(peer, tg, in, p)) wait_posted(p, "recv from");
+    else take_queued(peer, tg, in, "recv from");
+  }
+
+  /// Posts the receive, sends, then waits: the incoming message lands in `in` directly.
+  void sendrecv(int dst, tag send_tag, std::span<std::byte const> out, int src, tag recv_tag,
+                std::span<std::byte> in) {
+    detail::inproc_posted_recv p;
+    bool posted = post_or_find(src, recv_tag, in, p);
+    try {
+      send(dst, send_tag, out);
+    } catch (...) {
+      if (posted) withdraw(p);
+      throw;
+    }
+    if (posted) wait_posted(p, "recv from");
+    else take_queued(src, recv_tag, in, "recv from");
+  }
+
+  /// Posts a receive and returns; `wait()` or `test()` the request. Keep `in` alive until then.
+  request irecv(int peer, tag tg, std::span<std::byte> in) {
+    request r;
+    r.self_ = this;
+    r.source_ = peer;
+    r.tg_ = tg;
+    r.destination_ = in;
+    auto p = std::make_unique<detail::inproc_posted_recv>();
+    if (post_or_find(peer, tg, in, *p)) r.post_ = std::move(p);
+    return r;
+  }
+
+  inproc_transport(inproc_transport&& other) noexcept = default;
+  inproc_transport& operator=(inproc_transport&& other) noexcept = default;
+
+ private:
+  inproc_transport(std::shared_ptr<detail::inproc_world> world, int rank)
+      : world_(std::move(world)), rank_(rank) {}
+
+  static detail::inproc_message* acquire_message(detail::inproc_inbox& box, std::size_t bytes) {
+    detail::inproc_message* m;
+    if (!box.free.empty()) {
+      m = box.free.back();
+      box.free.pop_back();
+    } else {
+      box.owned.push_back(std::make_unique<detail::inproc_message>());
+      m = box.owned.back().get();
+      box.free.reserve(box.owned.size());  // so that releasing never allocates
+    }
+    if (m->capacity < bytes) {
+      m->data.reset(new std::byte[bytes]);  // default-initialised: no zeroing of what we overwrite
+      m->capacity = bytes;
+    }
+    return m;
+  }
+
+  // Under the inbox lock: if a message for (peer, tg) is queued, leave it for take_queued and
+  // return false; otherwise post `p` and return true.
+  bool post_or_find(int peer, tag tg, std::span<std::byte> in, detail::inproc_posted_recv& p) {
+    throw_if_aborted("recv from", peer);
+    auto& box = world_->inbox(rank_);
+    std::lock_guard lock(box.mutex);
+    for (auto* m : box.queue)
+      if (m->source == peer && m->tg == tg) return false;
+    p.source = peer;
+    p.tg = tg;
+    p.destination = in;
+    p.receiver_call = call_;
+    p.st = detail::inproc_posted_recv::state::posted;
+    box.posted.push_back(&p);
+    return true;
+  }
+
+  void wait_posted(detail::inproc_posted_recv& p, char const* what) {
+    using st = detail::inproc_posted_recv::state;
+    auto& box = world_->inbox(rank_);
+    std::unique_lock lock(box.mutex);
+    auto deadline = std::chrono::steady_clock::now() + world_->options().timeout;
+    bool finished = box.changed.wait_until(lock, deadline, [&] {
+      return p.st == st::done || p.st == st::mismatch || world_->aborted();
+    });
+    // A sender that claimed the receive is copying into our buffer: let it finish (bounded,
+    // it does nothing but memcpy) before the buffer can go out of scope.
+    box.changed.wait(lock, [&] { return p.st != st::claimed; });
+    if (p.st == st::done) return;
+    if (p.st == st::mismatch) {
+      p.st = st::idle;
+      throw mismatch_error(p.source, p.tg, p.destination.size(), p.receiver_call, p.sent_bytes,
+                           p.sender_call);
+    }
+    std::erase(box.posted, &p);
+    p.st = st::idle;
+    if (!finished) throw timeout_error(what, p.source, p.tg, p.destination.size());
+    throw aborted_error(what, p.source);
+  }
+
+  // Takes the first queued message for (peer, tg), waiting while its sender is still copying.
+  void take_queued(int peer, tag tg, std::span<std::byte> in, char const* what) {
+    auto& box = world_->inbox(rank_);
+    std::unique_lock lock(box.mutex);
+    auto deadline = std::chrono::steady_clock::now() + world_->options().timeout;
+    auto find = [&] {
+      return std::find_if(box.queue.begin(), box.queue.end(),
+                          [&](auto* m) { return m->source == peer && m->tg == tg; });
+    };
+    bool ok = box.changed.wait_until(lock, deadline, [&] {
+      auto it = find();
+      return (it != box.queue.end() && (*it)->ready) || world_->aborted();
+    });
+    auto it = find();
+    if (it == box.queue.end() || !(*it)->ready) {
+      if (!ok) throw timeout_error(what, peer, tg, in.size());
+      throw aborted_error(what, peer);
+    }
+    detail::inproc_message* m = *it;
+    if (m->size != in.size() || !(m->call == call_))
+      throw mismatch_error(peer, tg, in.size(), call_, m->size, m->call);  // left queued: nothing lost
+    box.queue.erase(it);
+    lock.unlock();
+    if (!in.empty()) std::memcpy(in.data(), m->data.get(), in.size());
+    lock.lock();
+    box.free.push_back(m);
+  }
+
+  // Removes a posted receive nobody will wait for (request destroyed, send failed).
+  void withdraw(detail::inproc_posted_recv& p) noexcept {
+    using st = detail::inproc_posted_recv::state;
+    auto& box = world_->inbox(rank_);
+    std::unique_lock lock(box.mutex);
+    box.changed.wait(lock, [&] { return p.st != st::claimed; });
+    if (p.st == st::posted) std::erase(box.posted, &p);
+    p.st = st::idle;
+  }
+
+  void throw_if_aborted(char const* what, int peer) const {
+    if (world_->aborted()) throw aborted_error(what, peer);
+  }
+
+  std::string prefix() const { return "gcl: rank " + std::to_string(rank_) + ": "; }
+
+  transport_error mismatch_error(int peer, tag tg, std::size_t expected, call_info const& mine,
+                                 std::size_t sent, call_info const& theirs) const {
+    return transport_error(
+        errc::mismatch,
+        prefix() + "expected " + std::to_string(expected) + " bytes for " + describe(mine) +
+            " from rank " + std::to_string(peer) + " (" + detail::tag_text(tg) + "), but rank " +
+            std::to_string(peer) + " sent " + std::to_string(sent) + " bytes for " +
+            describe(theirs));
+  }
+  transport_error timeout_error(char const* what, int peer, tag tg, std::size_t bytes) const {
+    return transport_error(errc::timeout, prefix() + what + " rank " + std::to_string(peer) + " (" +
+                                              std::to_string(bytes) + " bytes, " +
+                                              detail::tag_text(tg) + ", " + describe(call_) +
+                                              ") timed out after " +
+                                              detail::format_duration(world_->options().timeout));
+  }
+  transport_error aborted_error(char const* what, int peer) const {
+    return transport_error(errc::aborted, prefix() + what + " rank " + std::to_string(peer) +
+                                              " in " + describe(call_) +
+                                              " aborted: " + world_->abort_reason());
+  }
+
+  std::shared_ptr<detail::inproc_world> world_;
+  int rank_ = 0;
+  call_info call_{};
+};
+
+}  // namespace gcl
