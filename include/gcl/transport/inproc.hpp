@@ -153,26 +153,33 @@ class inproc_transport {
   /// A pending `irecv`. Completes when a sender copies into its buffer, or in `wait()`.
   class request {
    public:
-    request(request&&) noexcept = default;
-    request& operator=(request&&) noexcept = default;
+    request(request&& other) noexcept
+        : self_(std::exchange(other.self_, nullptr)), post_(std::move(other.post_)) {}
+    request& operator=(request&& other) noexcept {
+      if (this != &other) {
+        cancel();
+        self_ = std::exchange(other.self_, nullptr);
+        post_ = std::move(other.post_);
+      }
+      return *this;
+    }
     ~request() { cancel(); }
     /// Blocks until the message is in the buffer (or throws, as `recv` would).
     void wait() {
       if (!self_) return;
-      if (post_) self_->wait_posted(*post_, "irecv");
-      else self_->take_queued(source_, tg_, destination_, "irecv");
-      self_ = nullptr;
+      auto* self = std::exchange(self_, nullptr);
+      self->wait_posted(*post_, "irecv from");
     }
-    /// True once the message is in the buffer; never blocks.
+    /// True once the message is in the buffer; never blocks. Throws what `wait()` would.
     bool test() {
       if (!self_) return true;
-      if (!post_) return false;
-      auto& box = self_->world_->inbox(self_->rank_);
-      std::unique_lock lock(box.mutex);
-      using st = detail::inproc_posted_recv::state;
-      if (post_->st != st::done) return false;
-      lock.unlock();
-      self_ = nullptr;
+      {
+        auto& box = self_->world_->inbox(self_->rank_);
+        std::lock_guard lock(box.mutex);
+        using st = detail::inproc_posted_recv::state;
+        if (post_->st == st::posted || post_->st == st::claimed) return false;
+      }
+      wait();
       return true;
     }
 
@@ -180,14 +187,11 @@ class inproc_transport {
     friend class inproc_transport;
     request() = default;
     void cancel() noexcept {
-      if (self_ && post_) self_->withdraw(*post_);
+      if (self_) self_->withdraw(*post_);
       self_ = nullptr;
     }
-    inproc_transport* self_ = nullptr;
-    std::unique_ptr<detail::inproc_posted_recv> post_;  // null: a matching message was queued
-    int source_ = 0;
-    tag tg_{};
-    std::span<std::byte> destination_;
+    inproc_transport* self_ = nullptr;  // null once complete
+    std::unique_ptr<detail::inproc_posted_recv> post_;
   };
 
   int rank() const noexcept { return rank_; }
@@ -262,14 +266,18 @@ class inproc_transport {
   }
 
   /// Posts a receive and returns; `wait()` or `test()` the request. Keep `in` alive until then.
+  /// The transport must stay where it is (not moved) while the request is pending.
   request irecv(int peer, tag tg, std::span<std::byte> in) {
     request r;
-    r.self_ = this;
-    r.source_ = peer;
-    r.tg_ = tg;
-    r.destination_ = in;
     auto p = std::make_unique<detail::inproc_posted_recv>();
-    if (post_or_find(peer, tg, in, *p)) r.post_ = std::move(p);
+    if (post_or_find(peer, tg, in, *p)) {
+      r.self_ = this;
+      r.post_ = std::move(p);
+    } else {
+      // The message is already here: take it now, so that receives complete in post order
+      // even if their requests are waited on in another order.
+      take_queued(peer, tg, in, "irecv from");
+    }
     return r;
   }
 
