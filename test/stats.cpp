@@ -1,0 +1,156 @@
+#define BOOST_TEST_MODULE stats
+#include <boost/test/unit_test.hpp>
+
+#include <gcl/communicator.hpp>
+#include <gcl/spawn.hpp>
+#include <gcl/stats.hpp>
+#include <gcl/transport/inproc.hpp>
+
+#include <array>
+#include <stdexcept>
+#include <tuple>
+#include <vector>
+
+using counted = gcl::counting<gcl::inproc_transport>;
+
+static_assert(gcl::transport<counted>);
+static_assert(gcl::call_aware_transport<counted>);
+static_assert(gcl::sendrecv_transport<counted>);
+static_assert(gcl::irecv_transport<counted>);
+static_assert(gcl::group_transport<counted>);
+
+namespace {
+gcl::transport_stats total(std::vector<gcl::transport_stats> const& per_rank) {
+  gcl::transport_stats t;
+  for (auto const& s : per_rank) t += s;
+  return t;
+}
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(counts_messages_bytes_and_sizes) {
+  auto st = gcl::spawn<counted>(2, [](auto& comm) {
+    if (comm.rank() == 0) {
+      comm.send(1, std::vector<int>{1, 2, 3});
+      comm.send(1, 7.5);
+      comm.send(1, std::vector<char>{});
+    } else {
+      std::vector<int> v(3);
+      comm.recv(0, v);
+      BOOST_TEST(v[2] == 3);
+      BOOST_TEST(comm.template recv<double>(0) == 7.5);
+      std::vector<char> none;
+      comm.recv(0, none);
+    }
+    return comm.transport().stats();
+  });
+  BOOST_TEST(st[0].messages_sent == 3u);
+  BOOST_TEST(st[0].bytes_sent == 12u + 8u);
+  BOOST_TEST(st[0].min_message_bytes == 0u);
+  BOOST_TEST(st[0].max_message_bytes == 12u);
+  BOOST_TEST(st[0].sent_sizes.size() == 3u);
+  BOOST_TEST(st[0].messages_received == 0u);
+  BOOST_TEST(st[1].messages_received == 3u);
+  BOOST_TEST(st[1].bytes_received == 20u);
+  BOOST_TEST(st[1].messages_sent == 0u);
+  // Three independent messages from rank 0: each has depth 1.
+  BOOST_TEST(st[0].rounds == 1);
+  BOOST_TEST(st[1].rounds == 1);
+}
+
+BOOST_AUTO_TEST_CASE(rounds_follow_the_dependency_chain) {
+  // A token passed around a ring of n ranks twice: 2n dependent messages.
+  for (int n : {2, 3, 5, 8}) {
+    auto st = gcl::spawn<counted>(n, [n](auto& comm) {
+      int right = (comm.rank() + 1) % n, left = (comm.rank() + n - 1) % n;
+      for (int lap = 0; lap < 2; ++lap) {
+        int token = 0;
+        if (comm.rank() == 0) {
+          comm.send(right, token);
+          comm.recv(left, token);
+        } else {
+          comm.recv(left, token);
+          comm.send(right, token + 1);
+        }
+      }
+      return comm.transport().stats();
+    });
+    auto t = total(st);
+    BOOST_TEST(t.messages_sent == 2u * n);
+    BOOST_TEST(t.messages_received == 2u * n);
+    BOOST_TEST(t.rounds == 2 * n);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(sendrecv_and_irecv_are_counted_and_concurrent_sends_share_a_round) {
+  for (int n : {1, 2, 3, 7}) {
+    auto st = gcl::spawn<counted>(n, [n](auto& comm) {
+      int right = (comm.rank() + 1) % n, left = (comm.rank() + n - 1) % n;
+      std::array<int, 4> got{};
+      // Every rank shifts right twice: 2 rounds, since each shift's send precedes its receive.
+      comm.sendrecv(right, std::array<int, 4>{comm.rank()}, left, got);
+      long x = -1;
+      auto r = comm.irecv(left, x, gcl::tag{5});
+      comm.isend(right, long{comm.rank()}, gcl::tag{5}).wait();
+      r.wait();
+      return std::pair(got[0] == left && x == left, comm.transport().stats());
+    });
+    gcl::transport_stats t;
+    for (auto const& [ok, s] : st) {
+      BOOST_TEST(ok);
+      t += s;
+    }
+    BOOST_TEST(t.messages_sent == 2u * n);
+    BOOST_TEST(t.bytes_sent == n * (16u + 8u));
+    BOOST_TEST(t.bytes_received == t.bytes_sent);
+    BOOST_TEST(t.rounds == 2);
+    BOOST_TEST(t.min_message_bytes == 8u);
+    BOOST_TEST(t.max_message_bytes == 16u);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(reset_zeroes_counts_and_clock) {
+  // Boost.Test is not thread-safe: ranks return what they saw and the main thread checks it.
+  auto seen = gcl::spawn<counted>(2, [](auto& comm) {
+    int got = 0;
+    if (comm.rank() == 0)
+      comm.send(1, 1);
+    else
+      got = comm.template recv<int>(0);
+    comm.transport().reset();
+    auto after_reset = comm.transport().stats();
+    if (comm.rank() == 1)
+      comm.send(0, 2);
+    else
+      got = comm.template recv<int>(1);
+    return std::tuple(got, after_reset, comm.transport().stats());
+  });
+  BOOST_TEST(std::get<0>(seen[0]) == 2);
+  BOOST_TEST(std::get<0>(seen[1]) == 1);
+  for (auto const& [got, after_reset, end] : seen) {
+    BOOST_TEST(after_reset.messages_sent == 0u);
+    BOOST_TEST(after_reset.messages_received == 0u);
+    BOOST_TEST(after_reset.rounds == 0);
+    BOOST_TEST(end.rounds == 1);  // not 2: the clock restarted
+  }
+}
+
+BOOST_AUTO_TEST_CASE(failures_still_propagate_through_the_decorator) {
+  BOOST_CHECK_THROW(gcl::spawn<counted>(2,
+                                        [](auto& comm) {
+                                          if (comm.rank() == 0) throw std::runtime_error("boom");
+                                          int x;
+                                          comm.recv(0, x);
+                                        }),
+                    std::runtime_error);
+  // A size mismatch is reported by the wrapped transport, on the payload, not the depth.
+  BOOST_CHECK_THROW(gcl::spawn<counted>(2,
+                                        [](auto& comm) {
+                                          if (comm.rank() == 0)
+                                            comm.send(1, std::array<int, 2>{});
+                                          else {
+                                            std::array<int, 3> v;
+                                            comm.recv(0, v);
+                                          }
+                                        }),
+                    gcl::transport_error);
+}
