@@ -1,0 +1,451 @@
+#pragma once
+/// \file
+/// What every benchmark program shares, gcl's and the Open MPI peer's alike: the command line,
+/// the size sweep, the nccl-tests columns and bus-bandwidth factors, the integer-valued data
+/// patterns and their exact expected results, and the table/CSV/JSON printer. Nothing here
+/// knows gcl, so the MPI programs format their rows with the very same code.
+///
+///     bench::options o;
+///     CLI::App app{"all_reduce sweep"};
+///     bench::add_common_options(app, o);
+///     CLI11_PARSE(app, argc, argv);
+///     bench::printer out(o, bench::collective::all_reduce, world_size, "gcl inproc ring");
+
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <limits>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace bench {
+
+/// The collectives the sweeps measure.
+enum class collective { all_reduce, broadcast, reduce_scatter, all_gather, all_to_all };
+
+inline std::string_view name_of(collective c) {
+  switch (c) {
+    case collective::all_reduce:
+      return "all_reduce";
+    case collective::broadcast:
+      return "broadcast";
+    case collective::reduce_scatter:
+      return "reduce_scatter";
+    case collective::all_gather:
+      return "all_gather";
+    case collective::all_to_all:
+      return "all_to_all";
+  }
+  return "?";
+}
+
+/// Whether the collective reduces (has a meaningful --op).
+inline bool reduces(collective c) {
+  return c == collective::all_reduce || c == collective::reduce_scatter;
+}
+
+/// Whether each rank's buffer is made of P equal blocks (the size is then a multiple of P).
+inline bool blocked(collective c) {
+  return c == collective::reduce_scatter || c == collective::all_gather ||
+         c == collective::all_to_all;
+}
+
+/// nccl-tests' bus-bandwidth factor: busbw = algbw * factor, so that busbw is comparable with
+/// the link bandwidth whatever the collective (see nccl-tests doc/PERFORMANCE.md).
+inline double bus_factor(collective c, int n) {
+  double p = n;
+  switch (c) {
+    case collective::all_reduce:
+      return n > 1 ? 2.0 * (p - 1) / p : 0.0;
+    case collective::broadcast:
+      return 1.0;
+    case collective::reduce_scatter:
+    case collective::all_gather:
+    case collective::all_to_all:
+      return (p - 1) / p;
+  }
+  return 1.0;
+}
+
+/// "8", "64K", "64M", "1G", "1.5M" (binary multiples) -> bytes.
+inline std::uint64_t parse_size(std::string const& text) {
+  if (text.empty()) throw std::invalid_argument("empty size");
+  std::size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(text, &used);
+  } catch (std::exception const&) {
+    throw std::invalid_argument("not a size: '" + text + "' (examples: 8, 64K, 64M, 1G)");
+  }
+  std::string unit = text.substr(used);
+  double mult = 1;
+  if (unit.empty() || unit == "B")
+    mult = 1;
+  else if (unit == "K" || unit == "k" || unit == "KB" || unit == "KiB")
+    mult = 1024.0;
+  else if (unit == "M" || unit == "m" || unit == "MB" || unit == "MiB")
+    mult = 1024.0 * 1024;
+  else if (unit == "G" || unit == "g" || unit == "GB" || unit == "GiB")
+    mult = 1024.0 * 1024 * 1024;
+  else
+    throw std::invalid_argument("unknown size suffix in '" + text + "' (use K, M or G)");
+  if (v < 0) throw std::invalid_argument("negative size: '" + text + "'");
+  return static_cast<std::uint64_t>(std::llround(v * mult));
+}
+
+/// "64M", "8K", "12": the shortest exact binary spelling, for tables.
+inline std::string format_size(std::uint64_t b) {
+  if (b >= (1u << 30) && b % (1u << 30) == 0) return std::to_string(b >> 30) + "G";
+  if (b >= (1u << 20) && b % (1u << 20) == 0) return std::to_string(b >> 20) + "M";
+  if (b >= (1u << 10) && b % (1u << 10) == 0) return std::to_string(b >> 10) + "K";
+  return std::to_string(b);
+}
+
+enum class format { table, csv, json };
+
+/// The options every sweep accepts. gcl's programs add --transport, --algorithm, --world-size.
+struct options {
+  std::string min_bytes = "8";
+  std::string max_bytes = "64M";
+  double factor = 2.0;
+  int iters = 20;
+  int warmup = 5;
+  std::string dtype = "float";
+  std::string op = "sum";
+  int root = 0;
+  bool csv = false;
+  bool json = false;
+  bool check = true;
+  std::string label;  ///< free text put in every CSV/JSON row (e.g. "gcl inproc" or "mpi vader")
+
+  format fmt() const { return json ? format::json : csv ? format::csv : format::table; }
+};
+
+/// Registers the shared options on `app`.
+inline void add_common_options(CLI::App& app, options& o) {
+  auto size_check = [](std::string const& s) -> std::string {
+    try {
+      parse_size(s);
+      return {};
+    } catch (std::exception const& e) {
+      return e.what();
+    }
+  };
+  app.add_option("-b,--min-bytes", o.min_bytes, "smallest message, bytes (suffixes K, M, G)")
+      ->check(size_check)
+      ->capture_default_str();
+  app.add_option("-e,--max-bytes", o.max_bytes, "largest message, bytes (suffixes K, M, G)")
+      ->check(size_check)
+      ->capture_default_str();
+  app.add_option("-f,--factor", o.factor, "size multiplier between rows (> 1)")
+      ->check(CLI::Range(1.0001, 1e6))
+      ->capture_default_str();
+  app.add_option("-n,--iters", o.iters, "timed iterations per size (median reported)")
+      ->check(CLI::Range(1, 1000000))
+      ->capture_default_str();
+  app.add_option("-w,--warmup", o.warmup, "untimed iterations per size")
+      ->check(CLI::Range(0, 1000000))
+      ->capture_default_str();
+  app.add_option("-d,--dtype", o.dtype, "element type")
+      ->check(CLI::IsMember({"float", "double", "int32", "int64"}))
+      ->capture_default_str();
+  app.add_option("-o,--op", o.op, "reduction operator (all_reduce, reduce_scatter)")
+      ->check(CLI::IsMember({"sum", "prod", "min", "max"}))
+      ->capture_default_str();
+  app.add_option("-r,--root", o.root, "root rank (broadcast)")->capture_default_str();
+  auto* csv = app.add_flag("--csv", o.csv, "print CSV instead of a table");
+  app.add_flag("--json", o.json, "print JSON (one object per run, rows in an array)")
+      ->excludes(csv);
+  app.add_flag("!--no-check", o.check, "skip the once-per-size result check");
+  app.add_option("--label", o.label, "free text copied into every CSV/JSON row");
+}
+
+inline std::size_t dtype_size(std::string_view t) {
+  if (t == "float" || t == "int32") return 4;
+  return 8;
+}
+
+/// The element counts of the sweep: per-rank buffer sizes min, min*f, ... <= max. For blocked
+/// collectives the count is rounded down to a multiple of P (at least P); repeats are dropped.
+inline std::vector<std::uint64_t> sweep_counts(options const& o, collective c, int world) {
+  std::uint64_t lo = parse_size(o.min_bytes), hi = parse_size(o.max_bytes);
+  if (lo > hi) throw std::invalid_argument("--min-bytes is larger than --max-bytes");
+  std::size_t es = dtype_size(o.dtype);
+  std::uint64_t unit = blocked(c) ? static_cast<std::uint64_t>(world) : 1;
+  std::vector<std::uint64_t> counts;
+  double b = static_cast<double>(std::max<std::uint64_t>(lo, 1));
+  if (lo == 0) counts.push_back(0);
+  for (; b <= static_cast<double>(hi) * (1 + 1e-9); b *= o.factor) {
+    std::uint64_t n = static_cast<std::uint64_t>(b) / es;
+    n = std::max(unit, n / unit * unit);
+    if (n * es > hi && !counts.empty()) break;
+    if (counts.empty() || counts.back() != n) counts.push_back(n);
+  }
+  return counts;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Data patterns. Small integers, so that every reduction of every type is exact and a result
+// can be compared with ==. Sums stay below 8 P, products are powers of two.
+
+/// Value of element `i` of rank `r`'s input for a reducing collective with operator `op`.
+inline std::int64_t pattern(std::string_view op, int r, std::uint64_t i) {
+  if (op == "prod") return static_cast<std::int64_t>((static_cast<std::uint64_t>(r) + i) % 2 + 1);
+  return static_cast<std::int64_t>((static_cast<std::uint64_t>(r) * 3 + i) % 8 + 1);
+}
+
+/// Value that rank `src` sends to rank `dst` at position `k` of the block in an all_to_all.
+inline std::int64_t a2a_pattern(int src, int dst, std::uint64_t k) {
+  return static_cast<std::int64_t>((static_cast<std::uint64_t>(src) * 7 + dst * 3 + k) % 64 + 1);
+}
+
+inline std::int64_t fold(std::string_view op, std::int64_t a, std::int64_t b) {
+  if (op == "sum") return a + b;
+  if (op == "prod") return a * b;
+  if (op == "min") return std::min(a, b);
+  return std::max(a, b);
+}
+
+/// The reduction of `pattern(op, r, i)` over ranks r = 0..P-1.
+inline std::int64_t reduced(std::string_view op, int world, std::uint64_t i) {
+  std::int64_t acc = pattern(op, 0, i);
+  for (int r = 1; r < world; ++r) acc = fold(op, acc, pattern(op, r, i));
+  return acc;
+}
+
+/// Fills a rank's input buffer(s) for the result check. `count` is the per-rank count (the
+/// size column divided by the element size); `in` has the input layout of the collective.
+template <class T>
+void fill_check_input(collective c, std::string_view op, int rank, int world, int root,
+                      std::span<T> in) {
+  std::uint64_t n = in.size();
+  switch (c) {
+    case collective::all_reduce:
+    case collective::reduce_scatter:
+    case collective::all_gather:
+      for (std::uint64_t i = 0; i < n; ++i) in[i] = static_cast<T>(pattern(op, rank, i));
+      break;
+    case collective::broadcast:
+      for (std::uint64_t i = 0; i < n; ++i)
+        in[i] = rank == root ? static_cast<T>(pattern(op, root, i)) : T(-1);
+      break;
+    case collective::all_to_all: {
+      std::uint64_t blk = n / static_cast<std::uint64_t>(world);
+      for (int d = 0; d < world; ++d)
+        for (std::uint64_t k = 0; k < blk; ++k)
+          in[d * blk + k] = static_cast<T>(a2a_pattern(rank, d, k));
+      break;
+    }
+  }
+}
+
+/// The number of elements of `out` (the collective's output on `rank`) that differ from the
+/// exact expected result.
+template <class T>
+std::uint64_t count_wrong(collective c, std::string_view op, int rank, int world, int root,
+                          std::span<T const> out) {
+  std::uint64_t n = out.size(), wrong = 0;
+  switch (c) {
+    case collective::all_reduce:
+      for (std::uint64_t i = 0; i < n; ++i)
+        wrong += out[i] != static_cast<T>(reduced(op, world, i));
+      break;
+    case collective::broadcast:
+      for (std::uint64_t i = 0; i < n; ++i) wrong += out[i] != static_cast<T>(pattern(op, root, i));
+      break;
+    case collective::reduce_scatter: {
+      std::uint64_t base = static_cast<std::uint64_t>(rank) * n;
+      for (std::uint64_t k = 0; k < n; ++k)
+        wrong += out[k] != static_cast<T>(reduced(op, world, base + k));
+      break;
+    }
+    case collective::all_gather: {
+      std::uint64_t blk = n / static_cast<std::uint64_t>(world);
+      for (int s = 0; s < world; ++s)
+        for (std::uint64_t k = 0; k < blk; ++k)
+          wrong += out[s * blk + k] != static_cast<T>(pattern(op, s, k));
+      break;
+    }
+    case collective::all_to_all: {
+      std::uint64_t blk = n / static_cast<std::uint64_t>(world);
+      for (int s = 0; s < world; ++s)
+        for (std::uint64_t k = 0; k < blk; ++k)
+          wrong += out[s * blk + k] != static_cast<T>(a2a_pattern(s, rank, k));
+      break;
+    }
+  }
+  return wrong;
+}
+
+/// Input for the timed iterations: values that repeated in-place reductions leave unchanged
+/// (0 for sum, 1 otherwise), so 1000 iterations never overflow or reach inf/NaN.
+template <class T>
+void fill_timed_input(std::string_view op, std::span<T> in) {
+  std::fill(in.begin(), in.end(), op == "sum" ? T(0) : T(1));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Timing.
+
+using clock = std::chrono::steady_clock;
+
+inline double seconds_since(clock::time_point t0) {
+  return std::chrono::duration<double>(clock::now() - t0).count();
+}
+
+/// Median of `v` (mean of the middle two for an even count); NaN for none.
+inline double median(std::vector<double> v) {
+  if (v.empty()) return std::numeric_limits<double>::quiet_NaN();
+  std::sort(v.begin(), v.end());
+  std::size_t m = v.size() / 2;
+  return v.size() % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
+}
+
+/// Element-wise maximum: `into[i] = max(into[i], other[i])` (the slowest rank per iteration).
+inline void max_into(std::vector<double>& into, std::span<double const> other) {
+  for (std::size_t i = 0; i < into.size() && i < other.size(); ++i)
+    into[i] = std::max(into[i], other[i]);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Output.
+
+/// One line of results, in nccl-tests' columns plus the cost model's prediction.
+struct row {
+  std::uint64_t bytes = 0;  ///< size column: the collective's total buffer, as nccl-tests
+  std::uint64_t count = 0;  ///< bytes / element size
+  double time_us = 0;       ///< median over iterations of the slowest rank's time
+  double algbw = 0;         ///< GB/s: bytes / time
+  double busbw = 0;         ///< GB/s: algbw * bus_factor
+  std::uint64_t wrong = 0;  ///< elements that differ from the exact result, over all ranks
+  double pred_us = std::numeric_limits<double>::quiet_NaN();  ///< cost model, if any
+  bool checked = true;
+};
+
+/// Prints the header, rows and trailer of one sweep in the chosen format, to stdout.
+class printer {
+ public:
+  printer(options const& o, collective c, int world, std::string impl, std::string algorithm)
+      : o_(o), c_(c), world_(world), impl_(std::move(impl)), alg_(std::move(algorithm)) {}
+
+  /// Builds a row from the per-iteration times of the slowest rank.
+  row make_row(std::uint64_t count, std::vector<double> const& slowest_seconds,
+               std::uint64_t wrong) const {
+    row r;
+    r.count = count;
+    r.bytes = count * dtype_size(o_.dtype);
+    r.time_us = median(slowest_seconds) * 1e6;
+    r.algbw = r.time_us > 0 ? static_cast<double>(r.bytes) / (r.time_us * 1e3) : 0;
+    r.busbw = r.algbw * bus_factor(c_, world_);
+    r.wrong = wrong;
+    r.checked = o_.check;
+    return r;
+  }
+
+  void begin() {
+    switch (o_.fmt()) {
+      case format::table:
+        std::printf(
+            "# %s: %s, algorithm %s, %d ranks, %s, op %s, %d warmup + %d timed iterations\n",
+            std::string(name_of(c_)).c_str(), impl_.c_str(), alg_.c_str(), world_, o_.dtype.c_str(),
+            reduces(c_) ? o_.op.c_str() : "none", o_.warmup, o_.iters);
+        std::printf("# time: median over iterations of the slowest rank; busbw = algbw * %.4g\n",
+                    bus_factor(c_, world_));
+        std::printf("#\n");
+        std::printf("# %10s %12s %7s %6s %5s %11s %8s %8s %7s %11s\n", "size", "count", "type",
+                    "redop", "root", "time", "algbw", "busbw", "#wrong", "pred");
+        std::printf("# %10s %12s %7s %6s %5s %11s %8s %8s %7s %11s\n", "(B)", "(elements)", "", "",
+                    "", "(us)", "(GB/s)", "(GB/s)", "", "(us)");
+        break;
+      case format::csv:
+        std::printf(
+            "collective,impl,algorithm,label,ranks,size_B,count,type,redop,root,time_us,"
+            "algbw_GBps,busbw_GBps,wrong,pred_us\n");
+        break;
+      case format::json:
+        std::printf(
+            "{\"collective\": \"%s\", \"impl\": \"%s\", \"algorithm\": \"%s\", \"label\": "
+            "\"%s\", \"ranks\": %d, \"type\": \"%s\", \"redop\": \"%s\", \"iters\": %d, "
+            "\"warmup\": %d, \"rows\": [",
+            std::string(name_of(c_)).c_str(), impl_.c_str(), alg_.c_str(), o_.label.c_str(), world_,
+            o_.dtype.c_str(), redop().c_str(), o_.iters, o_.warmup);
+        break;
+    }
+    std::fflush(stdout);
+  }
+
+  void print(row const& r) {
+    std::string wrong = r.checked ? std::to_string(r.wrong) : "N/A";
+    std::string root = c_ == collective::broadcast ? std::to_string(o_.root) : "-1";
+    switch (o_.fmt()) {
+      case format::table: {
+        char pred[32] = "-";
+        if (!std::isnan(r.pred_us)) std::snprintf(pred, sizeof pred, "%.2f", r.pred_us);
+        std::printf("  %10llu %12llu %7s %6s %5s %11.2f %8.3f %8.3f %7s %11s\n",
+                    static_cast<unsigned long long>(r.bytes),
+                    static_cast<unsigned long long>(r.count), o_.dtype.c_str(), redop().c_str(),
+                    root.c_str(), r.time_us, r.algbw, r.busbw, wrong.c_str(), pred);
+        break;
+      }
+      case format::csv:
+        std::printf("%s,%s,%s,%s,%d,%llu,%llu,%s,%s,%s,%.3f,%.6f,%.6f,%s,",
+                    std::string(name_of(c_)).c_str(), impl_.c_str(), alg_.c_str(), o_.label.c_str(),
+                    world_, static_cast<unsigned long long>(r.bytes),
+                    static_cast<unsigned long long>(r.count), o_.dtype.c_str(), redop().c_str(),
+                    root.c_str(), r.time_us, r.algbw, r.busbw, wrong.c_str());
+        if (!std::isnan(r.pred_us)) std::printf("%.3f", r.pred_us);
+        std::printf("\n");
+        break;
+      case format::json:
+        std::printf(
+            "%s\n  {\"size\": %llu, \"count\": %llu, \"root\": %s, \"time_us\": %.3f, "
+            "\"algbw\": %.6f, \"busbw\": %.6f, \"wrong\": %s, \"pred_us\": ",
+            rows_ ? "," : "", static_cast<unsigned long long>(r.bytes),
+            static_cast<unsigned long long>(r.count), root.c_str(), r.time_us, r.algbw, r.busbw,
+            r.checked ? wrong.c_str() : "null");
+        if (std::isnan(r.pred_us))
+          std::printf("null}");
+        else
+          std::printf("%.3f}", r.pred_us);
+        break;
+    }
+    ++rows_;
+    total_wrong_ += r.wrong;
+    std::fflush(stdout);
+  }
+
+  void end() {
+    switch (o_.fmt()) {
+      case format::table:
+        std::printf("# Out of bounds values : %llu %s\n",
+                    static_cast<unsigned long long>(total_wrong_), total_wrong_ ? "FAILED" : "OK");
+        break;
+      case format::csv:
+        break;
+      case format::json:
+        std::printf("\n], \"wrong\": %llu}\n", static_cast<unsigned long long>(total_wrong_));
+        break;
+    }
+    std::fflush(stdout);
+  }
+
+  std::uint64_t total_wrong() const { return total_wrong_; }
+
+ private:
+  std::string redop() const { return reduces(c_) ? o_.op : "none"; }
+  options const& o_;
+  collective c_;
+  int world_;
+  std::string impl_, alg_;
+  int rows_ = 0;
+  std::uint64_t total_wrong_ = 0;
+};
+
+}  // namespace bench
