@@ -1,0 +1,200 @@
+#pragma once
+/// \file
+/// The alpha-beta-gamma cost model: a message of n bytes costs `alpha + n beta`, reducing n
+/// bytes costs `n gamma`. Each algorithm describes its critical path as a list of rounds
+/// (`cost_step`: how many messages the busiest rank handles one after the other in that round,
+/// the largest of them in bytes, and the bytes it reduces), and `predict` sums
+/// `messages (alpha + bytes beta) + reduced gamma` over the rounds. The closed forms of
+/// doc/algorithms.md follow from the schedules; they are not a second copy of them.
+///
+///     gcl::cost_model m{.alpha = 5e-6, .beta = 1e-10, .gamma = 2e-10};
+///     double t = m.predict(gcl::ring{}, 8, 4 << 20);      // 8 ranks, 4 MiB
+///     auto live = gcl::calibrate(comm);                   // measured on this transport
+
+#include <algorithm>
+#include <chrono>
+#include <concepts>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "algorithm/ring.hpp"
+#include "algorithm/tree.hpp"
+#include "call_info.hpp"
+#include "communicator.hpp"
+#include "detail/binomial.hpp"
+#include "detail/chunk.hpp"
+#include "detail/reduce_kernel.hpp"
+#include "op.hpp"
+
+namespace gcl {
+
+/// One round of an algorithm's critical path: the busiest rank handles `messages` messages of
+/// at most `bytes` bytes one after another, and reduces `reduced_bytes` bytes.
+///
+///     gcl::cost_step s{.messages = 1, .bytes = 4096, .reduced_bytes = 4096};
+struct cost_step {
+  std::size_t messages = 1;
+  std::size_t bytes = 0;
+  std::size_t reduced_bytes = 0;
+};
+
+/// An algorithm that describes its all_reduce critical path: `alg.schedule(P, count,
+/// element_size, f)` calls `f(cost_step)` once per round.
+template <class Alg>
+concept scheduled_algorithm = requires(Alg const& a, int p, std::size_t n, void (*f)(cost_step)) {
+  a.schedule(p, n, n, f);
+};
+
+namespace detail {
+
+// The schedules of the core algorithms (tree.hpp and ring.hpp), kept here so that those headers
+// need not know about costs. Binomial tree: ceil(log2 P) rounds of one full message up (with a
+// reduction), the same down. Ring: P - 1 rounds of the largest chunk with a reduction, P - 1
+// without.
+template <class F>
+void tree_schedule(int p, std::size_t count, std::size_t element_size, F&& step) {
+  std::size_t const bytes = count * element_size;
+  int const levels = binomial_steps(p);
+  for (int i = 0; i < levels; ++i) step(cost_step{1, bytes, bytes});
+  for (int i = 0; i < levels; ++i) step(cost_step{1, bytes, 0});
+}
+template <class F>
+void ring_schedule(int p, std::size_t count, std::size_t element_size, F&& step) {
+  if (p <= 1) return;
+  std::size_t const chunk = chunk_layout{count, p}.max_size() * element_size;
+  for (int i = 0; i < p - 1; ++i) step(cost_step{1, chunk, chunk});
+  for (int i = 0; i < p - 1; ++i) step(cost_step{1, chunk, 0});
+}
+
+}  // namespace detail
+
+/// Calls `f(cost_step)` for each round of `alg`'s all_reduce of `count` elements of
+/// `element_size` bytes on `p` ranks.
+///
+///     gcl::for_each_step(gcl::ring{}, 4, 1000, 4, [](gcl::cost_step s) { ... });
+template <class Alg, class F>
+void for_each_step(Alg const& alg, int p, std::size_t count, std::size_t element_size, F&& f) {
+  if constexpr (std::same_as<Alg, tree>)
+    detail::tree_schedule(p, count, element_size, f);
+  else if constexpr (std::same_as<Alg, ring>)
+    detail::ring_schedule(p, count, element_size, f);
+  else {
+    static_assert(scheduled_algorithm<Alg>,
+                  "gcl::cost_model: this algorithm has no static schedule(P, count, element_size, "
+                  "f) describing its rounds, so its cost cannot be predicted");
+    alg.schedule(p, count, element_size, f);
+  }
+}
+
+/// Latency `alpha` (seconds per message), inverse bandwidth `beta` (seconds per byte) and
+/// reduction cost `gamma` (seconds per reduced byte). The defaults are of the order of threads
+/// on one machine; `calibrate` measures them on a live communicator.
+///
+///     gcl::cost_model m;                                  // defaults
+///     bool ring_wins = m.predict(gcl::ring{}, 4, 1 << 20) < m.predict(gcl::tree{}, 4, 1 << 20);
+struct cost_model {
+  double alpha = 5e-6;
+  double beta = 2e-10;
+  double gamma = 2e-10;
+
+  /// Seconds for one round.
+  constexpr double time(cost_step s) const noexcept {
+    return static_cast<double>(s.messages) * (alpha + static_cast<double>(s.bytes) * beta) +
+           static_cast<double>(s.reduced_bytes) * gamma;
+  }
+
+  /// Predicted seconds of `alg`'s all_reduce of `bytes` bytes per rank on `p` ranks, in
+  /// elements of `element_size` bytes (which decides how uneven chunks are).
+  template <class Alg>
+  double predict(Alg const& alg, int p, std::size_t bytes, std::size_t element_size = 1) const {
+    double t = 0;
+    for_each_step(alg, p, bytes / element_size, element_size, [&](cost_step s) { t += time(s); });
+    return t;
+  }
+
+  friend bool operator==(cost_model const&, cost_model const&) = default;
+};
+
+/// Options of `calibrate`.
+///
+///     auto m = gcl::calibrate(comm, {.repetitions = 50});
+struct calibrate_options {
+  std::size_t small_bytes = 8;        ///< ping-pong size for alpha
+  std::size_t large_bytes = 1 << 20;  ///< ping-pong size for beta (and the reduction for gamma)
+  int repetitions = 21;               ///< round trips per size; the median is used
+};
+
+namespace detail {
+inline double median(std::vector<double>& v) {
+  std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
+  return v[v.size() / 2];
+}
+}  // namespace detail
+
+/// Measures the model on `comm`, collectively (every rank must call it): ranks 0 and 1
+/// ping-pong messages of `small_bytes` (alpha = half the median round trip) and `large_bytes`
+/// (beta from the difference), rank 0 times a local float sum over `large_bytes` (gamma), and
+/// rank 0's model is sent to every rank, so all ranks return the same model. On one rank only
+/// gamma is measured; alpha and beta keep their defaults.
+///
+///     auto m = gcl::calibrate(comm);
+///     gcl::all_reduce(comm, v, gcl::sum{}, gcl::automatic{.model = m});
+template <class Transport>
+cost_model calibrate(communicator<Transport>& comm, calibrate_options const& opts = {}) {
+  using clock = std::chrono::steady_clock;
+  auto scope = comm.begin_call(
+      make_call_info<std::byte>(call_kind::calibrate, opts.large_bytes, 0, "", "ping-pong"));
+  cost_model m;
+  int const me = comm.rank();
+  int const reps = std::max(opts.repetitions, 1);
+  auto buf = comm.template scratch<std::byte>(std::max(opts.large_bytes, opts.small_bytes), 0);
+  auto round_trip = [&](std::size_t bytes) {
+    auto b = buf.first(bytes);
+    std::vector<double> t;
+    for (int i = -2; i < reps; ++i) {  // two warm-up round trips
+      auto start = clock::now();
+      if (me == 0) {
+        comm.send(1, std::span<std::byte const>(b), detail::collective_tag);
+        comm.recv(1, b, detail::collective_tag);
+      } else {
+        comm.recv(0, b, detail::collective_tag);
+        comm.send(0, std::span<std::byte const>(b), detail::collective_tag);
+      }
+      if (i >= 0) t.push_back(std::chrono::duration<double>(clock::now() - start).count());
+    }
+    return detail::median(t);
+  };
+  if (comm.size() > 1 && me <= 1) {
+    double const small = round_trip(opts.small_bytes) / 2, large = round_trip(opts.large_bytes) / 2;
+    double const extra = static_cast<double>(opts.large_bytes - opts.small_bytes);
+    m.alpha =
+        std::max(small - static_cast<double>(opts.small_bytes) * (large - small) / extra, 1e-9);
+    m.beta = std::max((large - small) / extra, 1e-13);
+  }
+  if (me == 0) {
+    std::size_t const n = std::max<std::size_t>(opts.large_bytes / sizeof(float), 1);
+    auto a = comm.template scratch<float>(n, 1);
+    auto b = comm.template scratch<float>(n, 2);
+    std::fill(a.begin(), a.end(), 1.0f);
+    std::fill(b.begin(), b.end(), 2.0f);
+    std::vector<double> t;
+    for (int i = -1; i < std::max(reps / 4, 3); ++i) {
+      auto start = clock::now();
+      detail::reduce_into(a.data(), b.data(), n, sum{});
+      if (i >= 0) t.push_back(std::chrono::duration<double>(clock::now() - start).count());
+    }
+    m.gamma = std::max(detail::median(t) / static_cast<double>(n * sizeof(float)), 1e-13);
+    double const wire[3] = {m.alpha, m.beta, m.gamma};
+    for (int r = 1; r < comm.size(); ++r) comm.send(r, wire, detail::collective_tag);
+  } else {
+    double wire[3];
+    comm.recv(0, wire, detail::collective_tag);
+    m = cost_model{wire[0], wire[1], wire[2]};
+  }
+  return m;
+}
+
+}  // namespace gcl
