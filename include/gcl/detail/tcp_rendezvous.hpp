@@ -1,0 +1,493 @@
+#pragma once
+// How tcp_transport's ranks find each other and connect, one socket per pair.
+//
+// Every rank listens on its own port (rank 0 on the master port). Ranks 1..P-1 connect to rank
+// 0 and "join" with their rank, job size, token hash and listening address; when all have
+// joined, rank 0 answers each with the address table. The join connection becomes the data
+// connection between rank 0 and that rank. Then rank r connects to ranks 1..r-1 (the higher
+// rank always connects, so each pair has exactly one connection and nobody waits for a connect
+// it would have to make itself) and accepts ranks r+1..P-1. Every step is asynchronous on one
+// io_context, driven by the caller's thread in short slices, so the rendezvous is bounded by
+// the timeout and notices an abort. Anything that does not present the right hello (wrong
+// magic, version, token, size, rank, or nothing at all) is logged to stderr and closed without
+// affecting the job; the accept loop keeps running after the rendezvous, so the same holds for
+// the whole life of the transport.
+
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netinet/in.h>
+
+#include <algorithm>
+#include <atomic>
+#include <boost/asio.hpp>
+#include <chrono>
+#include <cstdio>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "../error.hpp"
+#include "../transport/tcp_options.hpp"
+#include "deadline.hpp"
+#include "tcp_wire.hpp"
+
+namespace gcl::detail {
+
+namespace asio = boost::asio;
+using asio::ip::tcp;
+
+inline std::string endpoint_text(tcp::endpoint const& e) {
+  auto a = e.address().to_string();
+  return (e.address().is_v6() ? "[" + a + "]" : a) + ":" + std::to_string(e.port());
+}
+
+// A spawn group's shared abort flag and the transports to wake when it is raised.
+struct tcp_abort_state {
+  std::atomic<bool> aborted{false};
+  std::mutex mutex;
+  std::string reason;
+  std::vector<std::pair<void const*, std::function<void()>>> members;
+
+  // `reason` is written once, before `aborted` is raised, and never again: why() needs no lock,
+  // so a transport may call it while holding its own mutex (abort() takes them in the other
+  // order).
+  void abort(std::string const& why) {
+    std::lock_guard lock(mutex);
+    if (aborted.load()) return;
+    reason = why;
+    aborted.store(true, std::memory_order_release);
+    for (auto& m : members) m.second();
+  }
+  std::string why() const { return aborted.load(std::memory_order_acquire) ? reason : ""; }
+};
+
+// The address of a named interface, in the requested family (v4 preferred for `any`).
+inline asio::ip::address interface_address(std::string const& name, address_family family) {
+  ifaddrs* list = nullptr;
+  if (getifaddrs(&list) != 0)
+    throw transport_error(errc::connection_refused, "gcl: cannot list network interfaces");
+  std::optional<asio::ip::address> v4, v6;
+  for (ifaddrs* i = list; i != nullptr; i = i->ifa_next) {
+    if (i->ifa_addr == nullptr || name != i->ifa_name) continue;
+    if (i->ifa_addr->sa_family == AF_INET && !v4) {
+      auto* s = reinterpret_cast<sockaddr_in const*>(i->ifa_addr);
+      asio::ip::address_v4::bytes_type b;
+      std::memcpy(b.data(), &s->sin_addr, 4);
+      v4 = asio::ip::address_v4(b);
+    } else if (i->ifa_addr->sa_family == AF_INET6 && !v6) {
+      auto* s = reinterpret_cast<sockaddr_in6 const*>(i->ifa_addr);
+      asio::ip::address_v6::bytes_type b;
+      std::memcpy(b.data(), &s->sin6_addr, 16);
+      v6 = asio::ip::address_v6(b, s->sin6_scope_id);
+    }
+  }
+  freeifaddrs(list);
+  if (family != address_family::v6 && v4) return *v4;
+  if (family != address_family::v4 && v6) return *v6;
+  throw transport_error(errc::connection_refused,
+                        "gcl: network interface '" + name + "' does not exist or has no " +
+                            (family == address_family::v6   ? "IPv6"
+                             : family == address_family::v4 ? "IPv4"
+                                                            : "IP") +
+                            " address (GCL_INTERFACE / tcp_options::interface_name)");
+}
+
+class tcp_rendezvous : public std::enable_shared_from_this<tcp_rendezvous> {
+ public:
+  tcp_rendezvous(asio::io_context& io, tcp::acceptor& acceptor, tcp_options const& o,
+                 std::shared_ptr<tcp_abort_state> abort)
+      : io_(io),
+        acceptor_(acceptor),
+        o_(o),
+        abort_(std::move(abort)),
+        peers_(static_cast<std::size_t>(o.size)),
+        table_(static_cast<std::size_t>(o.size)),
+        where_(static_cast<std::size_t>(o.size)) {}
+
+  std::vector<std::optional<tcp::socket>>& peers() { return peers_; }
+  std::vector<std::string>& where() { return where_; }
+  std::string prefix() const { return "gcl: rank " + std::to_string(o_.rank) + ": "; }
+
+  // Forms the job; `prebound_fd` >= 0 is rank 0's listening socket made by a group.
+  void run(int prebound_fd) {
+    deadline_ = std::chrono::steady_clock::now() + o_.timeout;
+    resolve_master();
+    listen(prebound_fd);
+    start_accept();
+    if (o_.rank == 0) {
+      where_[0] = "rank 0 at " + endpoint_text(acceptor_.local_endpoint());
+      wait([&] { return joined_ == o_.size - 1; },
+           [&] {
+             return "waiting at " + endpoint_text(acceptor_.local_endpoint()) + " for " +
+                    missing("join") + " to join (" + std::to_string(joined_) + " of " +
+                    std::to_string(o_.size - 1) + " joined)";
+           });
+      send_tables();
+      wait([&] { return tables_sent_ == o_.size - 1; },
+           [&] { return std::string("sending the address table to the ranks"); });
+    } else {
+      connect_to(0, master_);
+      wait([&] { return connected_ == o_.size - 1; },
+           [&] {
+             return last_attempt_.empty() ? "waiting for " + missing("connect") + " to connect"
+                                          : last_attempt_;
+           });
+    }
+    finished_ = true;
+  }
+
+ private:
+  struct conn {
+    explicit conn(asio::io_context& io) : socket(io), timer(io) {}
+    tcp::socket socket;
+    asio::steady_timer timer;
+    std::array<std::byte, reply_size> buf{};
+    std::vector<std::byte> table;
+  };
+
+  std::string missing(char const* what) const {
+    std::string s;
+    int n = 0;
+    for (int r = 0; r < o_.size; ++r)
+      if (r != o_.rank && !peers_[r] && n++ < 8) s += (s.empty() ? "" : ", ") + std::to_string(r);
+    (void)what;
+    return (n == 1 ? "rank " : "ranks ") + s + (n > 8 ? ", ..." : "");
+  }
+
+  template <class Done, class Pending>
+  void wait(Done done, Pending pending) {
+    while (!done()) {
+      if (failure_) std::rethrow_exception(failure_);
+      if (abort_->aborted)
+        throw transport_error(errc::aborted, prefix() + "rendezvous aborted: " + abort_->why());
+      auto now = std::chrono::steady_clock::now();
+      if (now >= deadline_)
+        throw transport_error(errc::timeout, prefix() + "rendezvous timed out after " +
+                                                 format_duration(o_.timeout) + ": " + pending());
+      io_.restart();
+      io_.run_for(std::min<std::chrono::steady_clock::duration>(std::chrono::milliseconds(20),
+                                                                deadline_ - now));
+    }
+    if (failure_) std::rethrow_exception(failure_);
+  }
+
+  std::string interface_text() const {
+    if (!o_.interface_name.empty()) return " via interface " + o_.interface_name;
+    if (!o_.bind_address.empty()) return " from " + o_.bind_address;
+    return "";
+  }
+
+  void resolve_master() {
+    tcp::resolver resolver(io_);
+    boost::system::error_code ec;
+    auto results = resolver.resolve(o_.master_addr, std::to_string(o_.master_port),
+                                    tcp::resolver::numeric_service, ec);
+    if (!ec)
+      for (auto const& r : results) {
+        auto a = r.endpoint().address();
+        if ((o_.family == address_family::v4 && !a.is_v4()) ||
+            (o_.family == address_family::v6 && !a.is_v6()))
+          continue;
+        master_ = r.endpoint();
+        return;
+      }
+    throw transport_error(errc::connection_refused,
+                          prefix() + "cannot resolve the master address '" + o_.master_addr + "'" +
+                              (o_.family == address_family::any  ? ""
+                               : o_.family == address_family::v4 ? " as IPv4"
+                                                                 : " as IPv6") +
+                              (ec ? ": " + ec.message() : ""));
+  }
+
+  // The address to bind: the interface's, the bind address, or "any" of the master's family.
+  asio::ip::address local_address() const {
+    auto family = master_.address().is_v6() ? address_family::v6 : address_family::v4;
+    if (!o_.interface_name.empty()) return interface_address(o_.interface_name, family);
+    if (!o_.bind_address.empty()) {
+      boost::system::error_code ec;
+      auto a = asio::ip::make_address(o_.bind_address, ec);
+      if (ec)
+        throw usage_error(prefix() + "bind address '" + o_.bind_address +
+                          "' is not an IP address (GCL_BIND_ADDR / tcp_options::bind_address)");
+      return a;
+    }
+    if (master_.address().is_v6()) return asio::ip::address_v6::any();
+    return asio::ip::address_v4::any();
+  }
+
+  void listen(int prebound_fd) {
+    if (prebound_fd >= 0) {
+      acceptor_.assign(master_.address().is_v6() ? tcp::v6() : tcp::v4(), prebound_fd);
+      return;
+    }
+    tcp::endpoint ep(local_address(), o_.rank == 0 ? o_.master_port : 0);
+    boost::system::error_code ec;
+    acceptor_.open(ep.protocol(), ec);
+    if (!ec) acceptor_.set_option(tcp::acceptor::reuse_address(true), ec);
+    if (!ec) acceptor_.bind(ep, ec);
+    if (!ec) acceptor_.listen(asio::socket_base::max_listen_connections, ec);
+    if (ec)
+      throw transport_error(errc::connection_refused,
+                            prefix() + "cannot listen on " + endpoint_text(ep) + interface_text() +
+                                (o_.rank == 0 ? " (the master port)" : "") + ": " + ec.message());
+  }
+
+  void refuse(tcp::endpoint const& from, std::string const& why) const {
+    std::fprintf(stderr, "%srefused a connection from %s on port %u: %s\n", prefix().c_str(),
+                 endpoint_text(from).c_str(), static_cast<unsigned>(port_), why.c_str());
+  }
+
+  void start_accept() {
+    port_ = acceptor_.local_endpoint().port();
+    acceptor_.async_accept(
+        [self = shared_from_this()](boost::system::error_code ec, tcp::socket s) {
+          if (ec == asio::error::operation_aborted || !self->acceptor_.is_open()) return;
+          if (!ec) {
+            auto c = std::make_shared<conn>(self->io_);
+            c->socket = std::move(s);
+            self->incoming(c);
+          }
+          self->start_accept();
+        });
+  }
+
+  void incoming(std::shared_ptr<conn> c) {
+    boost::system::error_code ec;
+    auto from = c->socket.remote_endpoint(ec);
+    c->timer.expires_after(
+        std::min<std::chrono::milliseconds>(o_.timeout, std::chrono::seconds(10)));
+    c->timer.async_wait([self = shared_from_this(), c, from](boost::system::error_code ec) {
+      if (ec) return;
+      self->refuse(from, "no hello within the time limit");
+      c->socket.close(ec);
+    });
+    asio::async_read(
+        c->socket, asio::buffer(c->buf.data(), hello_size),
+        [self = shared_from_this(), c, from](boost::system::error_code ec, std::size_t) {
+          c->timer.cancel();
+          if (ec == asio::error::operation_aborted) return;
+          if (ec) return self->refuse(from, "closed before saying hello (" + ec.message() + ")");
+          self->on_hello(c, from, hello::decode(c->buf.data()));
+        });
+  }
+
+  std::string check(hello const& h) const {
+    if (h.magic != hello_magic) return "not a gcl peer (wrong magic)";
+    if (h.version != wire_version)
+      return "speaks gcl wire version " + std::to_string(h.version) + ", this rank speaks " +
+             std::to_string(wire_version);
+    if (h.token != token_hash(o_.token)) return "wrong job token (GCL_TOKEN differs)";
+    if (h.size != o_.size)
+      return "rank " + std::to_string(h.rank) + " says the job has " + std::to_string(h.size) +
+             " ranks, this job has " + std::to_string(o_.size);
+    if (finished_)
+      return "the job is already formed; nobody may join now (it claims rank " +
+             std::to_string(h.rank) + ")";
+    bool join = h.kind == hello_kind::join;
+    if (join != (o_.rank == 0) || (!join && h.kind != hello_kind::peer))
+      return "unexpected hello kind for rank " + std::to_string(o_.rank);
+    if (h.rank <= o_.rank || h.rank >= o_.size)
+      return "claims rank " + std::to_string(h.rank) + ", but only ranks " +
+             std::to_string(o_.rank + 1) + ".." + std::to_string(o_.size - 1) + " connect here";
+    if (peers_[h.rank] || claimed_.count(h.rank))
+      return "claims rank " + std::to_string(h.rank) + ", which is already connected";
+    return {};
+  }
+
+  void reply_and_close(std::shared_ptr<conn> c, errc code, std::string const& why) {
+    encode_reply(c->buf.data(), static_cast<std::uint32_t>(code), why);
+    asio::async_write(c->socket, asio::buffer(c->buf.data(), reply_size),
+                      [c](boost::system::error_code ec, std::size_t) { c->socket.close(ec); });
+  }
+
+  void on_hello(std::shared_ptr<conn> c, tcp::endpoint const& from, hello const& h) {
+    if (auto why = check(h); !why.empty()) {
+      refuse(from, why);
+      if (h.magic == hello_magic) reply_and_close(c, errc::protocol, prefix() + "refused: " + why);
+      return;
+    }
+    c->socket.set_option(tcp::no_delay(true));
+    if (h.kind == hello_kind::join) {
+      asio::ip::address a = from.address();
+      if (std::any_of(h.address.begin(), h.address.end(), [](auto b) { return b != 0; })) {
+        if (h.family == 6)
+          a = asio::ip::address_v6(h.address);
+        else
+          a = asio::ip::address_v4({h.address[0], h.address[1], h.address[2], h.address[3]});
+      }
+      table_[h.rank] = tcp::endpoint(a, h.port);
+      where_[h.rank] = "rank " + std::to_string(h.rank) + " at " + endpoint_text(from);
+      peers_[h.rank].emplace(std::move(c->socket));
+      ++joined_;
+      return;
+    }
+    claimed_.insert(h.rank);
+    encode_reply(c->buf.data(), 0, "");
+    asio::async_write(c->socket, asio::buffer(c->buf.data(), reply_size),
+                      [self = shared_from_this(), c, r = h.rank, from](boost::system::error_code ec,
+                                                                       std::size_t) {
+                        self->claimed_.erase(r);
+                        if (ec) return self->refuse(from, "went away during the handshake");
+                        self->where_[r] =
+                            "rank " + std::to_string(r) + " at " + endpoint_text(from);
+                        self->peers_[r].emplace(std::move(c->socket));
+                        ++self->connected_;
+                      });
+  }
+
+  void send_tables() {
+    auto bytes = std::make_shared<std::vector<std::byte>>(reply_size + table_entry_size * o_.size);
+    encode_reply(bytes->data(), 0, "");
+    for (int r = 0; r < o_.size; ++r) {
+      std::byte* e = bytes->data() + reply_size + table_entry_size * r;
+      auto a = table_[r].address();
+      put<std::uint8_t>(e, a.is_v6() ? 6 : 4);
+      put<std::uint16_t>(e + 2, table_[r].port());
+      if (a.is_v6()) {
+        auto b = a.to_v6().to_bytes();
+        std::memcpy(e + 8, b.data(), 16);
+      } else {
+        auto b = a.to_v4().to_bytes();
+        std::memcpy(e + 8, b.data(), 4);
+      }
+    }
+    for (int r = 1; r < o_.size; ++r)
+      asio::async_write(
+          *peers_[r], asio::buffer(*bytes),
+          [self = shared_from_this(), bytes, r](boost::system::error_code ec, std::size_t) {
+            if (ec && !self->failure_)
+              self->failure_ = std::make_exception_ptr(transport_error(
+                  errc::peer_closed, self->prefix() + self->where_[r] +
+                                         " left during the rendezvous: " + ec.message()));
+            ++self->tables_sent_;
+          });
+  }
+
+  void connect_to(int r, tcp::endpoint ep) {
+    auto c = std::make_shared<conn>(io_);
+    boost::system::error_code ec;
+    c->socket.open(ep.protocol(), ec);
+    if (!ec && (!o_.interface_name.empty() || !o_.bind_address.empty()))
+      c->socket.bind(tcp::endpoint(local_address(), 0), ec);
+    if (ec)
+      throw transport_error(errc::connection_refused, prefix() + "cannot open a socket to rank " +
+                                                          std::to_string(r) + " at " +
+                                                          endpoint_text(ep) + interface_text() +
+                                                          ": " + ec.message());
+    c->socket.async_connect(
+        ep, [self = shared_from_this(), c, r, ep](boost::system::error_code ec) {
+          if (ec) {
+            // Rank 0 may not be listening yet: retry until the deadline (reported by wait()).
+            self->last_attempt_ = "could not connect to rank " + std::to_string(r) + " at " +
+                                  endpoint_text(ep) + self->interface_text() + ": " + ec.message();
+            c->timer.expires_after(std::chrono::milliseconds(100));
+            c->timer.async_wait([self, r, ep](boost::system::error_code ec) {
+              if (!ec) self->connect_to(r, ep);
+            });
+            return;
+          }
+          self->last_attempt_ = "connected to rank " + std::to_string(r) + " at " +
+                                endpoint_text(ep) + ", waiting for its answer";
+          self->handshake(c, r, ep);
+        });
+  }
+
+  void handshake(std::shared_ptr<conn> c, int r, tcp::endpoint ep) {
+    c->socket.set_option(tcp::no_delay(true));
+    hello h;
+    h.kind = r == 0 ? hello_kind::join : hello_kind::peer;
+    h.rank = o_.rank;
+    h.size = o_.size;
+    h.token = token_hash(o_.token);
+    h.port = acceptor_.local_endpoint().port();
+    boost::system::error_code ec;
+    auto local = !o_.interface_name.empty() || !o_.bind_address.empty()
+                     ? local_address()
+                     : c->socket.local_endpoint(ec).address();
+    h.family = local.is_v6() ? 6 : 4;
+    if (local.is_v6())
+      h.address = local.to_v6().to_bytes();
+    else {
+      auto b = local.to_v4().to_bytes();
+      std::copy(b.begin(), b.end(), h.address.begin());
+    }
+    auto out = std::make_shared<std::array<std::byte, hello_size>>();
+    h.encode(out->data());
+    asio::async_write(c->socket, asio::buffer(*out),
+                      [out](boost::system::error_code, std::size_t) {});
+    c->table.resize(reply_size + (r == 0 ? table_entry_size * o_.size : 0));
+    asio::async_read(
+        c->socket, asio::buffer(c->table),
+        [self = shared_from_this(), c, r, ep](boost::system::error_code ec, std::size_t) {
+          self->on_answer(c, r, ep, ec);
+        });
+  }
+
+  void on_answer(std::shared_ptr<conn> c, int r, tcp::endpoint ep, boost::system::error_code ec) {
+    auto who = "rank " + std::to_string(r) + " at " + endpoint_text(ep);
+    if (ec || get<std::uint32_t>(c->table.data()) != reply_magic) {
+      // A reply may be shorter than the table: a refusal. Show its text if there is one.
+      std::string text;
+      if (get<std::uint32_t>(c->table.data()) == reply_magic)
+        text = std::string(reinterpret_cast<char const*>(c->table.data() + 8));
+      if (!failure_)
+        failure_ = std::make_exception_ptr(
+            transport_error(text.empty() ? errc::peer_closed : errc::protocol,
+                            prefix() + who + " did not accept the connection: " +
+                                (text.empty() ? (ec ? ec.message() : "not a gcl reply") : text)));
+      return;
+    }
+    if (auto status = get<std::uint32_t>(c->table.data() + 4); status != 0) {
+      if (!failure_)
+        failure_ = std::make_exception_ptr(transport_error(
+            static_cast<errc>(status), prefix() + who + " refused the connection: " +
+                                           reinterpret_cast<char const*>(c->table.data() + 8)));
+      return;
+    }
+    where_[r] = who;
+    peers_[r].emplace(std::move(c->socket));
+    ++connected_;
+    if (r != 0) return;
+    for (int i = 0; i < o_.size; ++i) {
+      std::byte const* e = c->table.data() + reply_size + table_entry_size * i;
+      auto port = get<std::uint16_t>(e + 2);
+      asio::ip::address a;
+      if (get<std::uint8_t>(e) == 6) {
+        asio::ip::address_v6::bytes_type b;
+        std::memcpy(b.data(), e + 8, 16);
+        a = asio::ip::address_v6(b);
+      } else {
+        asio::ip::address_v4::bytes_type b;
+        std::memcpy(b.data(), e + 8, 4);
+        a = asio::ip::address_v4(b);
+      }
+      table_[i] = tcp::endpoint(a, port);
+      if (i > o_.rank) where_[i] = "rank " + std::to_string(i) + " at " + endpoint_text(table_[i]);
+    }
+    last_attempt_.clear();
+    for (int i = 1; i < o_.rank; ++i) connect_to(i, table_[i]);
+  }
+
+  asio::io_context& io_;
+  tcp::acceptor& acceptor_;
+  tcp_options o_;
+  std::shared_ptr<tcp_abort_state> abort_;
+  std::chrono::steady_clock::time_point deadline_;
+  tcp::endpoint master_;
+  std::uint16_t port_ = 0;
+  std::vector<std::optional<tcp::socket>> peers_;
+  std::vector<tcp::endpoint> table_;
+  std::vector<std::string> where_;
+  std::set<int> claimed_;
+  int joined_ = 0, tables_sent_ = 0, connected_ = 0;
+  bool finished_ = false;
+  std::string last_attempt_;
+  std::exception_ptr failure_;
+};
+
+}  // namespace gcl::detail

@@ -1,0 +1,602 @@
+#pragma once
+/// \file
+/// `tcp_transport`: one rank per process (or per thread, for tests) over TCP, with Boost.Asio.
+///
+/// One connection per pair of ranks, `TCP_NODELAY`, an 80-byte header on every frame carrying
+/// the tag, the sender's `call_info` and a 64-bit length. Each transport runs one I/O thread
+/// that always reads every peer's socket into per-(source, tag) queues, so a peer's send never
+/// waits for a matching receive here: sends are eager at any size, and "everybody sends, then
+/// everybody receives" cannot deadlock. A send hands its buffer to the I/O thread and returns
+/// when the kernel has taken the last byte (no copy on the send side). A receive takes the
+/// first queued message for (source, tag), compares sizes and `call_info`, and copies it out.
+/// See doc/tcp.md for the rendezvous, the environment and the failure behaviour.
+
+#include <unistd.h>
+
+#include <boost/asio.hpp>
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <deque>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "../call_info.hpp"
+#include "../detail/deadline.hpp"
+#include "../detail/tcp_rendezvous.hpp"
+#include "../detail/tcp_wire.hpp"
+#include "../error.hpp"
+#include "tcp_options.hpp"
+
+namespace gcl {
+
+namespace detail {
+
+struct tcp_message {
+  call_info call;
+  std::unique_ptr<std::byte[]> data;
+  std::size_t size = 0, capacity = 0;
+};
+
+// One frame waiting to be written. A data frame lives on the sender's stack until `done`; bye
+// and abort frames are owned by the queue.
+struct tcp_write {
+  std::array<std::byte, frame_header_size> header{};
+  std::span<std::byte const> payload;
+  std::string owned_payload;
+  bool owned = false, shutdown_after = false, done = false;
+  boost::system::error_code ec;
+};
+
+struct tcp_peer {
+  std::optional<tcp::socket> socket;
+  std::string where;  // "rank 3 at 10.0.0.3:41234"
+  std::deque<tcp_write*> writes;
+  std::array<std::byte, frame_header_size> rx_header{};
+  frame_header rx;
+  tcp_message rx_message;
+  bool finished = false;  // said bye: its EOF is expected and nothing more will come
+};
+
+class tcp_impl {
+ public:
+  tcp_impl(tcp_options o, std::shared_ptr<tcp_abort_state> abort, int prebound_fd)
+      : o_(std::move(o)),
+        abort_(std::move(abort)),
+        acceptor_(io_),
+        peers_(static_cast<std::size_t>(o_.size)) {
+    {
+      std::lock_guard lock(abort_->mutex);
+      abort_->members.emplace_back(this, [this] {
+        std::lock_guard l(mutex_);
+        changed_.notify_all();
+      });
+    }
+    try {
+      rendezvous_ = std::make_shared<tcp_rendezvous>(io_, acceptor_, o_, abort_);
+      rendezvous_->run(prebound_fd);
+    } catch (...) {
+      leave_group();
+      throw;
+    }
+    for (int r = 0; r < o_.size; ++r) {
+      peers_[r].socket = std::move(rendezvous_->peers()[r]);
+      peers_[r].where = rendezvous_->where()[r];
+      if (peers_[r].socket) read_header(r);
+    }
+    io_.restart();  // the rendezvous may have run it out of work
+    guard_.emplace(io_.get_executor());
+    thread_ = std::thread([this] { run_io(); });
+  }
+
+  tcp_impl(tcp_impl const&) = delete;
+  tcp_impl& operator=(tcp_impl const&) = delete;
+
+  ~tcp_impl() {
+    shut_down();
+    leave_group();
+  }
+
+  int rank() const noexcept { return o_.rank; }
+  int size() const noexcept { return o_.size; }
+  tcp_options const& options() const noexcept { return o_; }
+  void set_call(call_info const& c) noexcept { call_ = c; }
+
+  void send(int peer, tag tg, std::span<std::byte const> out) {
+    std::unique_lock lock(mutex_);
+    throw_if_unusable(lock, "send to", peer);
+    if (peer == o_.rank) {
+      auto m = take_buffer(out.size());
+      m.call = call_;
+      if (!out.empty()) std::memcpy(m.data.get(), out.data(), out.size());
+      inbox_[key(peer, tg)].push_back(std::move(m));
+      return;
+    }
+    if (peers_[peer].finished)
+      throw transport_error(errc::peer_closed, prefix() + "send to " + peers_[peer].where + " (" +
+                                                   describe(call_) +
+                                                   "): that rank has already closed its transport");
+    lock.unlock();
+    tcp_write w;
+    frame_header h;
+    h.tag = static_cast<std::uint32_t>(tg);
+    h.source = o_.rank;
+    h.call = call_;
+    h.length = out.size();
+    h.encode(w.header.data());
+    w.payload = out;
+    asio::post(io_, [this, peer, &w] { enqueue(peer, &w); });
+    lock.lock();
+    auto deadline = std::chrono::steady_clock::now() + o_.timeout;
+    bool in_time = changed_.wait_until(lock, deadline, [&] { return w.done || unusable(); });
+    if (!w.done) {
+      if (!in_time)
+        poison(errc::timeout,
+               prefix() + "send to " + peers_[peer].where + " (" + std::to_string(out.size()) +
+                   " bytes, " + describe(call_) + ") timed out after " +
+                   format_duration(o_.timeout) + ": the peer does not read",
+               true);
+      // The frame may be half-written from our caller's buffer: close the socket and wait for
+      // the write to be cancelled before the buffer can go away.
+      asio::post(io_, [this, peer] { close_peer(peer); });
+      changed_.wait(lock, [&] { return w.done; });
+    }
+    if (w.ec) throw_if_unusable(lock, "send to", peer);
+  }
+
+  void recv(int peer, tag tg, std::span<std::byte> in) {
+    std::unique_lock lock(mutex_);
+    auto deadline = std::chrono::steady_clock::now() + o_.timeout;
+    auto k = key(peer, tg);
+    for (;;) {
+      throw_if_unusable(lock, "recv from", peer);
+      auto it = inbox_.find(k);
+      if (it != inbox_.end() && !it->second.empty()) {
+        tcp_message m = std::move(it->second.front());
+        if (m.size != in.size() || !(m.call == call_)) {
+          auto what = prefix() + "expected " + std::to_string(in.size()) + " bytes for " +
+                      describe(call_) + " from " + peers_[peer].where + " (" + tag_text(tg) +
+                      "), but rank " + std::to_string(peer) + " sent " + std::to_string(m.size) +
+                      " bytes for " + describe(m.call);
+          it->second.front() = std::move(m);
+          poison(errc::mismatch, what, true);
+          throw transport_error(errc::mismatch, what);
+        }
+        it->second.pop_front();
+        lock.unlock();
+        if (!in.empty()) std::memcpy(in.data(), m.data.get(), in.size());
+        lock.lock();
+        give_buffer(std::move(m));
+        return;
+      }
+      if (peer != o_.rank && peers_[peer].finished)
+        throw transport_error(errc::peer_closed,
+                              prefix() + "recv from " + peers_[peer].where + " (" +
+                                  std::to_string(in.size()) + " bytes, " + tag_text(tg) + ", " +
+                                  describe(call_) +
+                                  "): that rank closed its transport without sending it");
+      if (changed_.wait_until(lock, deadline) == std::cv_status::timeout) {
+        it = inbox_.find(k);
+        if (it != inbox_.end() && !it->second.empty()) continue;
+        auto what = prefix() + "recv from " + (peer == o_.rank ? "itself" : peers_[peer].where) +
+                    " (" + std::to_string(in.size()) + " bytes, " + tag_text(tg) + ", " +
+                    describe(call_) + ") timed out after " + format_duration(o_.timeout);
+        poison(errc::timeout, what, true);
+        throw transport_error(errc::timeout, what);
+      }
+    }
+  }
+
+ private:
+  static std::uint64_t key(int peer, tag tg) {
+    return (static_cast<std::uint64_t>(static_cast<std::uint32_t>(peer)) << 32) |
+           static_cast<std::uint32_t>(tg);
+  }
+  static std::string tag_text(tag tg) {
+    auto v = static_cast<std::uint32_t>(tg);
+    return v >= tag_user_limit ? "library tag " + std::to_string(v) : "tag " + std::to_string(v);
+  }
+  std::string prefix() const { return "gcl: rank " + std::to_string(o_.rank) + ": "; }
+
+  bool unusable() const { return poisoned_ || abort_->aborted; }
+
+  void throw_if_unusable(std::unique_lock<std::mutex>&, char const* what, int peer) {
+    if (poisoned_) throw transport_error(poison_code_, poison_what_);
+    if (abort_->aborted)
+      throw transport_error(errc::aborted, prefix() + what + " rank " + std::to_string(peer) +
+                                               " in " + describe(call_) +
+                                               " aborted: " + abort_->why());
+  }
+
+  // Under mutex_. The first failure wins; later ones are usually its consequences. `tell`:
+  // also send the reason to every peer, so that ranks waiting on us fail now, not at timeout.
+  void poison(errc code, std::string const& what, bool tell) {
+    if (poisoned_) return;
+    poisoned_ = true;
+    poison_code_ = code;
+    poison_what_ = what;
+    changed_.notify_all();
+    if (!tell || abort_->aborted) return;
+    ++owned_writes_;  // until the frames are queued, so shut_down() waits for them
+    asio::post(io_, [this, code, what] {
+      for (int r = 0; r < o_.size; ++r) {
+        if (!peers_[r].socket || peers_[r].finished) continue;
+        auto* w = new tcp_write;
+        frame_header h;
+        h.type = frame_type::abort;
+        h.tag = static_cast<std::uint32_t>(code);
+        h.source = o_.rank;
+        h.length = what.size();
+        h.encode(w->header.data());
+        w->owned = true;
+        w->owned_payload = what;
+        w->payload = std::as_bytes(std::span(w->owned_payload));
+        enqueue(r, w);
+      }
+      std::lock_guard lock(mutex_);
+      --owned_writes_;
+      changed_.notify_all();
+    });
+  }
+
+  tcp_message take_buffer(std::size_t n) {
+    tcp_message m;
+    for (auto it = pool_.begin(); it != pool_.end(); ++it)
+      if (it->capacity >= n) {
+        m = std::move(*it);
+        pool_.erase(it);
+        break;
+      }
+    if (m.capacity < n) {
+      m.data.reset(new std::byte[n]);  // not value-initialised: every byte is overwritten
+      m.capacity = n;
+    }
+    m.size = n;
+    return m;
+  }
+  void give_buffer(tcp_message m) {
+    // A small pool: enough for steady-state collectives, not a hoard of huge buffers.
+    if (pool_.size() < 16 && m.capacity <= (std::size_t{64} << 20)) pool_.push_back(std::move(m));
+  }
+
+  // ---- I/O thread ----
+
+  void run_io() {
+    for (;;) {
+      try {
+        io_.run();
+        return;
+      } catch (std::exception const& e) {
+        std::lock_guard lock(mutex_);
+        poison(errc::protocol, prefix() + "I/O thread failed: " + e.what(), true);
+      }
+    }
+  }
+
+  void enqueue(int r, tcp_write* w) {
+    auto& p = peers_[r];
+    if (!p.socket || !p.socket->is_open()) return complete(w, asio::error::not_connected);
+    p.writes.push_back(w);
+    if (w->owned) {
+      std::lock_guard lock(mutex_);
+      ++owned_writes_;
+    }
+    if (p.writes.size() == 1) start_write(r);
+  }
+
+  void start_write(int r) {
+    auto& p = peers_[r];
+    tcp_write* w = p.writes.front();
+    std::array<asio::const_buffer, 2> bufs{asio::buffer(w->header),
+                                           asio::buffer(w->payload.data(), w->payload.size())};
+    asio::async_write(*p.socket, bufs, [this, r](boost::system::error_code ec, std::size_t) {
+      auto& p = peers_[r];
+      tcp_write* w = p.writes.front();
+      p.writes.pop_front();
+      if (!ec && w->shutdown_after) p.socket->shutdown(tcp::socket::shutdown_send, ec);
+      if (ec && !closing_) {
+        std::lock_guard lock(mutex_);
+        poison(errc::peer_closed,
+               prefix() + "send to " + p.where + " failed: " + ec.message() +
+                   " (did that rank exit or get killed?)",
+               false);
+      }
+      if (w->owned) {
+        std::lock_guard lock(mutex_);
+        --owned_writes_;
+        changed_.notify_all();
+      }
+      complete(w, ec);
+      if (!p.writes.empty()) {
+        if (p.socket->is_open())
+          start_write(r);
+        else
+          while (!p.writes.empty()) {
+            auto* next = p.writes.front();
+            p.writes.pop_front();
+            complete(next, asio::error::not_connected);
+          }
+      }
+    });
+  }
+
+  void complete(tcp_write* w, boost::system::error_code ec) {
+    if (w->owned) return delete w;
+    std::lock_guard lock(mutex_);  // after this, `w` (on the sender's stack) may be gone
+    w->ec = ec;
+    w->done = true;
+    changed_.notify_all();
+  }
+
+  void close_peer(int r) {
+    boost::system::error_code ec;
+    if (peers_[r].socket) peers_[r].socket->close(ec);
+  }
+
+  void read_header(int r) {
+    auto& p = peers_[r];
+    asio::async_read(*p.socket, asio::buffer(p.rx_header),
+                     [this, r](boost::system::error_code ec, std::size_t) { on_header(r, ec); });
+  }
+
+  void on_header(int r, boost::system::error_code ec) {
+    auto& p = peers_[r];
+    if (ec) return on_read_error(r, ec);
+    p.rx = frame_header::decode(p.rx_header.data());
+    if (p.rx.magic != frame_magic || p.rx.version != wire_version || p.rx.source != r) {
+      std::lock_guard lock(mutex_);
+      poison(errc::protocol,
+             prefix() + "garbage on the connection with " + p.where +
+                 " (wrong frame magic, version or source)",
+             true);
+      return close_peer(r);
+    }
+    if (p.rx.type == frame_type::bye) {
+      std::lock_guard lock(mutex_);
+      p.finished = true;
+      changed_.notify_all();
+      return read_header(r);  // until EOF
+    }
+    {
+      std::lock_guard lock(mutex_);
+      p.rx_message = take_buffer(p.rx.length);
+      p.rx_message.call = p.rx.call;
+    }
+    if (p.rx.length == 0) return on_payload(r, {});
+    asio::async_read(*p.socket, asio::buffer(p.rx_message.data.get(), p.rx.length),
+                     [this, r](boost::system::error_code ec, std::size_t) { on_payload(r, ec); });
+  }
+
+  void on_payload(int r, boost::system::error_code ec) {
+    auto& p = peers_[r];
+    if (ec) return on_read_error(r, ec);
+    std::lock_guard lock(mutex_);
+    if (p.rx.type == frame_type::abort) {
+      std::string text(reinterpret_cast<char const*>(p.rx_message.data.get()), p.rx.length);
+      auto code = static_cast<errc>(p.rx.tag) == errc::mismatch ? errc::mismatch : errc::aborted;
+      poison(code, prefix() + p.where + " failed, so this job is over. Its error: " + text, false);
+      return;
+    }
+    inbox_[key(r, tag{p.rx.tag})].push_back(std::move(p.rx_message));
+    changed_.notify_all();
+    read_header(r);
+  }
+
+  void on_read_error(int r, boost::system::error_code ec) {
+    auto& p = peers_[r];
+    std::lock_guard lock(mutex_);
+    if (closing_ || ec == asio::error::operation_aborted) return;
+    if (p.finished) return;  // the EOF after its bye
+    poison(errc::peer_closed,
+           prefix() + "lost " + p.where + ": " +
+               (ec == asio::error::eof ? std::string("connection closed") : ec.message()) +
+               " before it finished (the process exited, crashed or was killed)",
+           false);
+    changed_.notify_all();
+  }
+
+  // Says bye to every peer (after any queued frames), waits for the bytes to leave, closes.
+  void shut_down() {
+    if (!thread_.joinable()) return;
+    bool graceful;
+    {
+      std::lock_guard lock(mutex_);
+      graceful = !poisoned_ && !abort_->aborted;
+      // Destroyed by an exception on its way out of this rank: the peers must not take that
+      // for a clean finish (they would report a missing message); tell them this rank failed.
+      if (graceful && std::uncaught_exceptions() > 0) {
+        poison(errc::aborted,
+               prefix() +
+                   "left the job because an exception is propagating "
+                   "through it (see that rank's error)",
+               true);
+        graceful = false;
+      }
+    }
+    if (graceful) {
+      {
+        std::lock_guard lock(mutex_);
+        ++owned_writes_;  // until the byes are queued
+      }
+      asio::post(io_, [this] {
+        for (int r = 0; r < o_.size; ++r) {
+          if (!peers_[r].socket || !peers_[r].socket->is_open()) continue;
+          auto* w = new tcp_write;
+          frame_header h;
+          h.type = frame_type::bye;
+          h.source = o_.rank;
+          h.encode(w->header.data());
+          w->owned = true;
+          w->shutdown_after = true;
+          enqueue(r, w);
+        }
+        std::lock_guard lock(mutex_);
+        --owned_writes_;
+        changed_.notify_all();
+      });
+    }
+    {
+      // Abort frames to peers (poisoned) or byes must reach the kernel before we close.
+      std::unique_lock lock(mutex_);
+      auto limit = graceful
+                       ? o_.timeout
+                       : std::min<std::chrono::milliseconds>(o_.timeout, std::chrono::seconds(2));
+      changed_.wait_for(lock, limit, [&] { return owned_writes_ == 0; });
+      closing_ = true;
+    }
+    asio::post(io_, [this] {
+      boost::system::error_code ec;
+      acceptor_.close(ec);
+      for (auto& p : peers_)
+        if (p.socket) p.socket->close(ec);
+      io_.stop();
+    });
+    guard_.reset();
+    thread_.join();
+  }
+
+  void leave_group() {
+    std::lock_guard lock(abort_->mutex);
+    std::erase_if(abort_->members, [this](auto const& m) { return m.first == this; });
+  }
+
+  tcp_options o_;
+  std::shared_ptr<tcp_abort_state> abort_;
+  asio::io_context io_;  // first: destroyed after every socket and handler that uses it
+  tcp::acceptor acceptor_;
+  std::shared_ptr<tcp_rendezvous> rendezvous_;  // keeps refusing strangers after the rendezvous
+  std::vector<tcp_peer> peers_;
+  std::optional<asio::executor_work_guard<asio::io_context::executor_type>> guard_;
+  std::thread thread_;
+
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::unordered_map<std::uint64_t, std::deque<tcp_message>> inbox_;
+  std::vector<tcp_message> pool_;
+  int owned_writes_ = 0;
+  bool poisoned_ = false, closing_ = false;
+  errc poison_code_{};
+  std::string poison_what_;
+  call_info call_{};
+};
+
+}  // namespace detail
+
+/// A rank of a job whose ranks talk over TCP. Construct it from options (it blocks until the
+/// whole job has connected, bounded by `timeout`), or let `gcl::spawn` run n ranks as threads
+/// over loopback:
+///
+///     gcl::communicator comm(gcl::tcp_transport(gcl::tcp_options::from_env()));
+///     gcl::spawn<gcl::tcp_transport>(4, [](auto& comm) { /* ... */ });
+class tcp_transport {
+ public:
+  using options = tcp_options;
+
+  /// Forms the job with the other ranks described by `o` (rendezvous through rank 0).
+  explicit tcp_transport(tcp_options const& o)
+      : tcp_transport(o, std::make_shared<detail::tcp_abort_state>(), -1) {}
+
+  /// n ranks in one process over loopback, for `gcl::spawn` and tests. The constructor binds
+  /// rank 0's listening socket on a free port (`options.master_port` 0) so ranks cannot race
+  /// for it; `connect(rank)` forms rank `rank`'s endpoint (call it on that rank's thread).
+  ///
+  ///     gcl::tcp_transport::group g(4, {.timeout = std::chrono::seconds{5}});
+  ///     // on thread r:  gcl::communicator comm(g.connect(r));
+  class group {
+   public:
+    explicit group(int size, tcp_options opts = {})
+        : opts_(std::move(opts)), abort_(std::make_shared<detail::tcp_abort_state>()) {
+      if (size < 1)
+        throw usage_error("gcl: a group needs at least one rank, got " + std::to_string(size));
+      opts_.size = size;
+      if (opts_.master_port == 0) bind_master();
+    }
+    group(group const&) = delete;
+    group& operator=(group const&) = delete;
+    ~group() {
+      if (fd_ >= 0) ::close(fd_);
+    }
+    int size() const noexcept { return opts_.size; }
+    /// The options every rank uses (with the chosen port in `master_port`).
+    tcp_options const& options() const noexcept { return opts_; }
+    /// Rank `rank`'s endpoint; blocks until the whole group has connected.
+    tcp_transport connect(int rank) const {
+      if (rank < 0 || rank >= opts_.size)
+        throw usage_error("gcl: tcp connect: rank " + std::to_string(rank) +
+                          " is out of range for a group of " + std::to_string(opts_.size));
+      auto o = opts_;
+      o.rank = rank;
+      return tcp_transport(o, abort_, rank == 0 && fd_ >= 0 ? ::dup(fd_) : -1);
+    }
+    /// Releases every blocked call of every rank with `errc::aborted`, now and from now on.
+    void abort(std::string const& reason) { abort_->abort(reason); }
+
+   private:
+    void bind_master() {
+      namespace asio = boost::asio;
+      asio::io_context io;
+      auto family = opts_.family;
+      if (family == address_family::any)
+        family = opts_.master_addr.find(':') != std::string::npos ? address_family::v6
+                                                                  : address_family::v4;
+      if (family == address_family::v6 && opts_.master_addr == "127.0.0.1")
+        opts_.master_addr = "::1";
+      asio::ip::tcp::acceptor a(io);
+      asio::ip::tcp::endpoint ep(asio::ip::make_address(opts_.master_addr), 0);
+      a.open(ep.protocol());
+      a.bind(ep);
+      a.listen();
+      opts_.master_port = a.local_endpoint().port();
+      fd_ = a.release();
+    }
+    tcp_options opts_;
+    std::shared_ptr<detail::tcp_abort_state> abort_;
+    int fd_ = -1;
+  };
+
+  int rank() const noexcept { return impl_->rank(); }
+  int size() const noexcept { return impl_->size(); }
+  /// The options this rank was formed with (`options` names the type, as spawn requires).
+  tcp_options const& config() const noexcept { return impl_->options(); }
+
+  /// Which call the following messages belong to; sent in every frame header and compared by
+  /// the receiver, which throws `errc::mismatch` naming both sides.
+  void set_call(call_info const& c) noexcept { impl_->set_call(c); }
+
+  /// Eager: returns once `out` is in the kernel (the peer's I/O thread always drains it).
+  void send(int peer, tag tg, std::span<std::byte const> out) { impl_->send(peer, tg, out); }
+
+  /// Blocks until exactly `in.size()` bytes from `peer` with `tg` are in `in`.
+  void recv(int peer, tag tg, std::span<std::byte> in) { impl_->recv(peer, tg, in); }
+
+  tcp_transport(tcp_transport&&) noexcept = default;
+  tcp_transport& operator=(tcp_transport&&) noexcept = default;
+
+ private:
+  tcp_transport(tcp_options const& o, std::shared_ptr<detail::tcp_abort_state> abort, int fd)
+      : impl_(std::make_unique<detail::tcp_impl>(check(o), std::move(abort), fd)) {}
+  static tcp_options const& check(tcp_options const& o) {
+    if (o.size < 1 || o.rank < 0 || o.rank >= o.size)
+      throw usage_error("gcl: tcp_options: rank " + std::to_string(o.rank) +
+                        " is out of range for a job of size " + std::to_string(o.size));
+    if (o.size > 1 && o.master_port == 0)
+      throw usage_error(
+          "gcl: tcp_options: master_port is 0; set the port rank 0 listens on "
+          "(GCL_MASTER_PORT), or use tcp_transport::group for a local job");
+    if (o.timeout.count() <= 0) throw usage_error("gcl: tcp_options: timeout must be positive");
+    return o;
+  }
+  std::unique_ptr<detail::tcp_impl> impl_;
+};
+
+}  // namespace gcl

@@ -1,0 +1,149 @@
+#pragma once
+/// \file
+/// `tcp_options`: who this rank is, where rank 0 listens, how long to wait, which job it
+/// belongs to and which interface to use. `tcp_options::from_env()` reads them from the
+/// environment that `tools/gcl-launch`, `torchrun`-style launchers, `mpirun` and `srun` set.
+/// Needs no Boost, so a program can parse its options without including Asio.
+
+#include <charconv>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <initializer_list>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "../error.hpp"
+
+namespace gcl {
+
+/// Which IP version the transport uses. `any` follows what `master_addr` resolves to.
+enum class address_family : std::uint8_t { any, v4, v6 };
+
+/// Options of `tcp_transport`.
+///
+///     gcl::tcp_options o{.rank = 1, .size = 4, .master_addr = "10.0.0.1", .master_port = 29500};
+///     gcl::communicator comm(gcl::tcp_transport(o));
+///     auto o2 = gcl::tcp_options::from_env();  // GCL_RANK, GCL_WORLD_SIZE, ...
+struct tcp_options {
+  int rank = 0;  ///< this process's rank, in [0, size)
+  int size = 1;  ///< number of ranks in the job
+  /// Where rank 0 listens for the rendezvous (a host name or an address). Rank 0 binds it.
+  std::string master_addr = "127.0.0.1";
+  /// Rank 0's rendezvous port. 0 lets `tcp_transport::group` pick a free port (tests).
+  std::uint16_t master_port = 0;
+  /// Bound on the rendezvous and on every blocking call; exceeded -> `errc::timeout`.
+  std::chrono::milliseconds timeout{std::chrono::seconds{30}};
+  /// Job token: every connection must present the same one, else it is refused. Not a secret
+  /// against an attacker on the wire (it is hashed, not encrypted): it keeps jobs apart.
+  std::string token;
+  /// Local address to bind this rank's listener and outgoing connections to ("" = the address
+  /// of the interface that reaches rank 0; rank 0 binds `master_addr`).
+  std::string bind_address;
+  /// Network interface whose address to use, for example "eth1" (overrides `bind_address`).
+  std::string interface_name;
+  /// IPv4, IPv6, or whatever `master_addr` resolves to first.
+  address_family family = address_family::any;
+
+  /// Options from the environment. First match wins:
+  ///
+  /// | field       | variables                                                                 |
+  /// |-------------|---------------------------------------------------------------------------|
+  /// | rank        | GCL_RANK, RANK, OMPI_COMM_WORLD_RANK, PMI_RANK, SLURM_PROCID              |
+  /// | size        | GCL_WORLD_SIZE, WORLD_SIZE, OMPI_COMM_WORLD_SIZE, PMI_SIZE, SLURM_NTASKS  |
+  /// | master_addr | GCL_MASTER_ADDR, MASTER_ADDR (required when size > 1)                     |
+  /// | master_port | GCL_MASTER_PORT, MASTER_PORT (required when size > 1)                     |
+  /// | token       | GCL_TOKEN                                                                 |
+  /// | timeout     | GCL_TIMEOUT (seconds, may be fractional)                                  |
+  /// | bind        | GCL_BIND_ADDR, GCL_INTERFACE, GCL_ADDRESS_FAMILY (4, 6, v4, v6, any)      |
+  ///
+  /// A missing or malformed variable throws `gcl::usage_error` naming it.
+  ///
+  ///     auto comm = gcl::communicator(gcl::tcp_transport(gcl::tcp_options::from_env()));
+  static tcp_options from_env() {
+    return from_env([](char const* n) { return std::getenv(n); });
+  }
+
+  /// Same, reading variables through `get(name)` (returns `char const*` or null): for tests.
+  template <class Getenv>
+  static tcp_options from_env(Getenv&& get) {
+    using list = std::initializer_list<char const*>;
+    auto first = [&](list names) -> std::optional<std::pair<char const*, std::string>> {
+      for (char const* n : names)
+        if (char const* v = get(n); v != nullptr && *v != '\0') return std::pair{n, std::string(v)};
+      return std::nullopt;
+    };
+    auto integer = [](std::pair<char const*, std::string> const& v, long long lo, long long hi) {
+      long long x = 0;
+      auto const& s = v.second;
+      auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), x);
+      if (ec != std::errc{} || end != s.data() + s.size() || x < lo || x > hi)
+        throw usage_error("gcl: environment variable " + std::string(v.first) + "='" + s +
+                          "' is not an integer in [" + std::to_string(lo) + ", " +
+                          std::to_string(hi) + "]");
+      return x;
+    };
+    auto names_of = [](list names) {
+      std::string s;
+      for (char const* n : names) s += (s.empty() ? "" : ", ") + std::string(n);
+      return s;
+    };
+
+    tcp_options o;
+    list rank_vars{"GCL_RANK", "RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"};
+    list size_vars{"GCL_WORLD_SIZE", "WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE",
+                   "SLURM_NTASKS"};
+    auto size = first(size_vars);
+    auto rank = first(rank_vars);
+    if (!size)
+      throw usage_error("gcl: the world size is not set: set one of " + names_of(size_vars) +
+                        " (tools/gcl-launch sets GCL_WORLD_SIZE)");
+    o.size = static_cast<int>(integer(*size, 1, 1 << 20));
+    if (!rank)
+      throw usage_error("gcl: the rank is not set: set one of " + names_of(rank_vars) +
+                        " (tools/gcl-launch sets GCL_RANK)");
+    o.rank = static_cast<int>(integer(*rank, 0, o.size - 1));
+
+    list addr_vars{"GCL_MASTER_ADDR", "MASTER_ADDR"}, port_vars{"GCL_MASTER_PORT", "MASTER_PORT"};
+    if (auto a = first(addr_vars))
+      o.master_addr = a->second;
+    else if (o.size > 1)
+      throw usage_error("gcl: rank 0's address is not set: set " + names_of(addr_vars) +
+                        " to a host name or address that every rank can reach");
+    if (auto p = first(port_vars))
+      o.master_port = static_cast<std::uint16_t>(integer(*p, 1, 65535));
+    else if (o.size > 1)
+      throw usage_error("gcl: rank 0's port is not set: set " + names_of(port_vars) +
+                        " to a free TCP port on " + o.master_addr);
+
+    if (auto t = first({"GCL_TOKEN"})) o.token = t->second;
+    if (auto t = first({"GCL_TIMEOUT"})) {
+      char* end = nullptr;
+      double s = std::strtod(t->second.c_str(), &end);
+      if (end == t->second.c_str() || *end != '\0' || !std::isfinite(s) || s <= 0 || s > 1e7)
+        throw usage_error("gcl: environment variable GCL_TIMEOUT='" + t->second +
+                          "' is not a positive number of seconds");
+      o.timeout = std::chrono::milliseconds(static_cast<long long>(std::ceil(s * 1000)));
+    }
+    if (auto b = first({"GCL_BIND_ADDR"})) o.bind_address = b->second;
+    if (auto i = first({"GCL_INTERFACE"})) o.interface_name = i->second;
+    if (auto f = first({"GCL_ADDRESS_FAMILY"})) {
+      auto const& v = f->second;
+      if (v == "4" || v == "v4" || v == "ipv4")
+        o.family = address_family::v4;
+      else if (v == "6" || v == "v6" || v == "ipv6")
+        o.family = address_family::v6;
+      else if (v == "any")
+        o.family = address_family::any;
+      else
+        throw usage_error("gcl: environment variable GCL_ADDRESS_FAMILY='" + v +
+                          "' is not one of 4, 6, v4, v6, any");
+    }
+    return o;
+  }
+};
+
+}  // namespace gcl

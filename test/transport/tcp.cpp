@@ -1,0 +1,443 @@
+#define BOOST_TEST_MODULE transport_tcp
+#include <boost/test/unit_test.hpp>
+
+#include <gcl/communicator.hpp>
+#include <gcl/spawn.hpp>
+#include <gcl/transport/tcp.hpp>
+
+#include <atomic>
+#include <boost/asio.hpp>
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <thread>
+#include <vector>
+
+using gcl::tcp_transport;
+using namespace std::chrono_literals;
+
+namespace {
+
+bool contains(std::string const& s, std::string const& part) {
+  return s.find(part) != std::string::npos;
+}
+
+std::vector<std::uint32_t> pattern(std::size_t n, std::uint32_t seed) {
+  std::vector<std::uint32_t> v(n);
+  for (std::size_t i = 0; i < n; ++i)
+    v[i] = static_cast<std::uint32_t>(seed * 2654435761u + i * 40503u);
+  return v;
+}
+
+std::span<std::byte const> bytes(auto const& v) {
+  return std::as_bytes(std::span(v));
+}
+std::span<std::byte> wbytes(auto&& v) {
+  return std::as_writable_bytes(std::span(v));
+}
+
+gcl::tcp_options quick(std::chrono::milliseconds t = 20s) {
+  gcl::tcp_options o;
+  o.timeout = t;
+  return o;
+}
+
+// Runs f(comm) for each rank of a tcp group on its own thread, catching per rank: for tests
+// that look at every rank's error rather than spawn's first one.
+template <class F>
+std::vector<std::string> run_each(int n, gcl::tcp_options o, F f) {
+  tcp_transport::group g(n, o);
+  std::vector<std::string> errors(n);
+  {
+    std::vector<std::jthread> threads;
+    for (int r = 0; r < n; ++r)
+      threads.emplace_back([&, r] {
+        try {
+          gcl::communicator comm(g.connect(r));
+          f(comm);
+        } catch (gcl::transport_error const& e) {
+          errors[r] = std::string(e.code() == gcl::errc::mismatch  ? "mismatch|"
+                                  : e.code() == gcl::errc::timeout ? "timeout|"
+                                  : e.code() == gcl::errc::aborted ? "aborted|"
+                                                                   : "other|") +
+                      e.what();
+        }
+      });
+  }
+  return errors;
+}
+
+}  // namespace
+
+static_assert(gcl::transport<tcp_transport>);
+static_assert(gcl::call_aware_transport<tcp_transport>);
+static_assert(gcl::group_transport<tcp_transport>);
+
+BOOST_AUTO_TEST_CASE(point_to_point_all_pairs_all_sizes) {
+  for (int p : {1, 2, 3, 4, 5, 8}) {
+    gcl::spawn<tcp_transport>(
+        p,
+        [p](auto& comm) {
+          int me = comm.rank();
+          for (std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t(p - 1), std::size_t(p),
+                                std::size_t(p + 1), std::size_t{1001}, std::size_t{70000}}) {
+            for (int d = 0; d < p; ++d) comm.send(d, pattern(n, 100 * me + d));  // includes self
+            for (int s = 0; s < p; ++s) {
+              std::vector<std::uint32_t> got(n);
+              comm.recv(s, got);
+              BOOST_REQUIRE(got == pattern(n, 100 * s + me));
+            }
+          }
+        },
+        quick());
+  }
+}
+
+BOOST_AUTO_TEST_CASE(fifo_per_source_and_tag_with_interleaved_tags_and_sizes) {
+  gcl::spawn<tcp_transport>(
+      3,
+      [](auto& comm) {
+        auto& t = comm.transport();
+        int const me = t.rank();
+        if (me != 0) {
+          for (std::uint32_t i = 0; i < 300; ++i) {
+            auto v = pattern(i % 17 + static_cast<std::size_t>(me), i);
+            t.send(0, gcl::tag{i % 3}, bytes(v));
+          }
+        } else {
+          for (std::uint32_t tg : {2u, 0u, 1u})
+            for (int src : {2, 1})
+              for (std::uint32_t i = tg; i < 300; i += 3) {
+                std::vector<std::uint32_t> got(i % 17 + static_cast<std::size_t>(src));
+                t.recv(src, gcl::tag{tg}, wbytes(got));
+                BOOST_REQUIRE(got == pattern(got.size(), i));
+              }
+        }
+      },
+      quick());
+}
+
+BOOST_AUTO_TEST_CASE(eager_send_256_mib_everybody_sends_then_receives) {
+  // Both ranks send 256 MiB before either receives: must not deadlock.
+  constexpr std::size_t n = (std::size_t{256} << 20) / sizeof(std::uint32_t);
+  gcl::spawn<tcp_transport>(
+      2,
+      [](auto& comm) {
+        int me = comm.rank(), other = 1 - me;
+        std::vector<std::uint32_t> out(n), in(n);
+        for (std::size_t i = 0; i < n; ++i) out[i] = static_cast<std::uint32_t>(i * 7 + me);
+        comm.send(other, out);
+        comm.recv(other, in);
+        for (std::size_t i = 0; i < n; i += 4093)
+          BOOST_REQUIRE_EQUAL(in[i], static_cast<std::uint32_t>(i * 7 + other));
+        BOOST_REQUIRE_EQUAL(in[n - 1], static_cast<std::uint32_t>((n - 1) * 7 + other));
+      },
+      quick(60s));
+}
+
+BOOST_AUTO_TEST_CASE(mismatched_calls_fail_on_both_ranks_naming_both_calls) {
+  auto errors = run_each(2, quick(), [](auto& comm) {
+    // Both ranks believe they are in all_reduce #1, with different counts.
+    std::size_t count = comm.rank() == 0 ? 10 : 12;
+    auto scope = comm.begin_call(
+        gcl::make_call_info<float>(gcl::call_kind::all_reduce, count, -1, "sum", "ring"));
+    std::vector<float> out(count, 1.0f), in(count);
+    int other = 1 - comm.rank();
+    comm.transport().send(other, gcl::detail::collective_tag, bytes(out));
+    comm.transport().recv(other, gcl::detail::collective_tag, wbytes(in));
+  });
+  for (int r = 0; r < 2; ++r) {
+    BOOST_TEST_INFO("rank " << r << ": " << errors[r]);
+    BOOST_TEST(contains(errors[r], "mismatch|"));
+    BOOST_TEST(contains(errors[r], "all_reduce #1 (ring, sum, 10 x float32)"));
+    BOOST_TEST(contains(errors[r], "all_reduce #1 (ring, sum, 12 x float32)"));
+  }
+}
+
+BOOST_AUTO_TEST_CASE(different_collectives_mismatch_and_wrong_size_mismatch) {
+  auto errors = run_each(2, quick(), [](auto& comm) {
+    auto kind = comm.rank() == 0 ? gcl::call_kind::broadcast : gcl::call_kind::reduce;
+    auto scope = comm.begin_call(gcl::make_call_info<int>(kind, 4, 0, "", "tree"));
+    std::vector<int> v(4);
+    if (comm.rank() == 1) {
+      comm.transport().send(0, gcl::detail::collective_tag, bytes(v));
+      comm.transport().recv(0, gcl::detail::collective_tag, wbytes(v));  // waits; rank 0 tells it
+    } else {
+      comm.transport().recv(1, gcl::detail::collective_tag, wbytes(v));
+    }
+  });
+  BOOST_TEST(contains(errors[0], "mismatch|"));
+  BOOST_TEST(contains(errors[0], "broadcast #1"));
+  BOOST_TEST(contains(errors[0], "reduce #1"));
+  BOOST_TEST(contains(errors[1], "mismatch|"), errors[1]);  // told by rank 0
+
+  auto sizes = run_each(2, quick(), [](auto& comm) {
+    std::vector<int> v(comm.rank() == 0 ? 3 : 4);
+    comm.send(1 - comm.rank(), v);
+    comm.recv(1 - comm.rank(), v);
+  });
+  BOOST_TEST(contains(sizes[0], "mismatch|"), sizes[0]);
+  BOOST_TEST(contains(sizes[1], "mismatch|"), sizes[1]);
+  // Whichever rank looks first names both sizes; the other is told.
+  BOOST_TEST((contains(sizes[0] + sizes[1], "expected 12 bytes") ||
+              contains(sizes[0] + sizes[1], "expected 16 bytes")));
+  BOOST_TEST(contains(sizes[0] + sizes[1], "bytes for send/recv"));
+}
+
+BOOST_AUTO_TEST_CASE(recv_that_nobody_sends_times_out_naming_the_peer) {
+  auto errors = run_each(3, quick(300ms), [](auto& comm) {
+    int x = 0;
+    comm.recv((comm.rank() + 1) % 3, x, gcl::tag{5});
+  });
+  for (int r = 0; r < 3; ++r) {
+    BOOST_TEST_INFO(errors[r]);
+    // The first to time out tells the others, who may report that instead (still not a hang).
+    BOOST_TEST((contains(errors[r], "timeout|") || contains(errors[r], "aborted|")));
+  }
+  int timeouts = 0;
+  for (auto& e : errors)
+    if (contains(e, "timeout|")) {
+      ++timeouts;
+      BOOST_TEST(contains(e, "timed out after 300 ms"));
+      BOOST_TEST(contains(e, "127.0.0.1:"));
+    }
+  BOOST_TEST(timeouts >= 1);
+}
+
+BOOST_AUTO_TEST_CASE(a_throwing_rank_aborts_the_others_through_spawn) {
+  auto start = std::chrono::steady_clock::now();
+  BOOST_CHECK_EXCEPTION(gcl::spawn<tcp_transport>(
+                            4,
+                            [](auto& comm) {
+                              if (comm.rank() == 2) throw std::runtime_error("rank 2 gives up");
+                              int x;
+                              comm.recv(2, x);
+                            },
+                            quick(60s)),
+                        std::runtime_error,
+                        [](auto const& e) { return std::string(e.what()) == "rank 2 gives up"; });
+  // Not a timed assertion of speed: it proves the others did not wait for the 60 s timeout.
+  BOOST_TEST((std::chrono::steady_clock::now() - start < 50s));
+}
+
+BOOST_AUTO_TEST_CASE(a_rank_that_finishes_early_does_not_drop_its_last_messages) {
+  gcl::spawn<tcp_transport>(
+      3,
+      [](auto& comm) {
+        if (comm.rank() != 0) {
+          for (int i = 0; i < 50; ++i) comm.send(0, pattern(1000 + i, i + comm.rank()));
+          return;  // destructor runs while rank 0 still reads
+        }
+        std::this_thread::sleep_for(200ms);
+        for (int s : {1, 2})
+          for (int i = 0; i < 50; ++i) {
+            std::vector<std::uint32_t> v(1000 + i);
+            comm.recv(s, v);
+            BOOST_REQUIRE(v == pattern(v.size(), i + s));
+          }
+        int x;  // rank 1 has said bye: a receive from it fails at once, naming it
+        BOOST_CHECK_EXCEPTION(comm.recv(1, x), gcl::transport_error, [](auto const& e) {
+          return e.code() == gcl::errc::peer_closed && contains(e.what(), "rank 1 at");
+        });
+      },
+      quick());
+}
+
+namespace {
+
+void stranger(std::uint16_t port, std::string const& bytes_to_send) {
+  boost::asio::io_context io;
+  boost::asio::ip::tcp::socket s(io);
+  boost::system::error_code ec;
+  s.connect({boost::asio::ip::make_address("127.0.0.1"), port}, ec);
+  if (ec) return;
+  if (!bytes_to_send.empty()) boost::asio::write(s, boost::asio::buffer(bytes_to_send), ec);
+  s.close(ec);
+}
+
+std::string hello_bytes(std::string const& token, int rank, int size, gcl::detail::hello_kind k) {
+  gcl::detail::hello h;
+  h.kind = k;
+  h.rank = rank;
+  h.size = size;
+  h.token = gcl::detail::token_hash(token);
+  std::string s(gcl::detail::hello_size, '\0');
+  h.encode(reinterpret_cast<std::byte*>(s.data()));
+  return s;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(strangers_on_the_ports_do_not_disturb_the_job) {
+  auto o = quick();
+  o.token = "job-42";
+  tcp_transport::group g(4, o);
+  auto port = g.options().master_port;
+  auto attack = [&] {
+    stranger(port, "garbage\n");
+    stranger(port, "");
+    stranger(port, hello_bytes("wrong", 1, 4, gcl::detail::hello_kind::join));
+    stranger(port, hello_bytes("job-42", 1, 5, gcl::detail::hello_kind::join));
+    stranger(port, hello_bytes("job-42", 0, 4, gcl::detail::hello_kind::join));
+  };
+  attack();  // during the rendezvous: before any rank has even started
+  std::atomic<bool> done{false};
+  std::vector<std::uint64_t> sums(4);
+  {
+    std::vector<std::jthread> ranks;
+    for (int r = 0; r < 4; ++r)
+      ranks.emplace_back([&, r] {
+        gcl::communicator comm(g.connect(r));
+        for (int round = 0; round < 100; ++round) {
+          std::uint64_t mine = static_cast<std::uint64_t>(r + 1) * (round + 1), total = mine;
+          for (int d = 0; d < 4; ++d)
+            if (d != r) comm.send(d, mine);
+          for (int s = 0; s < 4; ++s)
+            if (s != r) total += comm.recv<std::uint64_t>(s);
+          sums[r] += total;
+          if (round == 50) std::this_thread::sleep_for(20ms);
+        }
+      });
+    std::jthread attacker([&] {
+      while (!done) {
+        attack();
+        std::this_thread::sleep_for(30ms);
+      }
+    });
+    for (auto& t : ranks) t.join();
+    done = true;
+  }
+  for (int r = 0; r < 4; ++r) BOOST_TEST(sums[r] == 10u * 5050u);
+}
+
+BOOST_AUTO_TEST_CASE(wrong_token_rank_is_refused_with_a_clear_error) {
+  auto o = quick(2s);
+  o.token = "right";
+  tcp_transport::group g(2, o);
+  auto bad = g.options();
+  bad.rank = 1;
+  bad.token = "wrong";
+  std::string error1;
+  std::jthread r0([&] {
+    try {
+      g.connect(0);
+    } catch (gcl::transport_error const&) {
+    }
+  });
+  try {
+    tcp_transport t(bad);
+  } catch (gcl::transport_error const& e) {
+    error1 = e.what();
+    BOOST_TEST((e.code() == gcl::errc::protocol));
+  }
+  BOOST_TEST(contains(error1, "wrong job token"), error1);
+}
+
+BOOST_AUTO_TEST_CASE(rendezvous_times_out_naming_address_and_missing_ranks) {
+  auto o = quick(300ms);
+  tcp_transport::group g(3, o);
+  try {
+    g.connect(0);  // ranks 1 and 2 never come
+    BOOST_FAIL("no timeout");
+  } catch (gcl::transport_error const& e) {
+    BOOST_TEST((e.code() == gcl::errc::timeout));
+    BOOST_TEST(contains(e.what(), "ranks 1, 2"), e.what());
+    BOOST_TEST(contains(e.what(), "127.0.0.1:" + std::to_string(g.options().master_port)),
+               e.what());
+  }
+  gcl::tcp_options lone;
+  lone.rank = 1;
+  lone.size = 2;
+  lone.master_port = 1;
+  lone.timeout = 300ms;
+  try {
+    tcp_transport t(lone);
+    BOOST_FAIL("no timeout");
+  } catch (gcl::transport_error const& e) {
+    BOOST_TEST((e.code() == gcl::errc::timeout));
+    BOOST_TEST(contains(e.what(), "could not connect to rank 0 at 127.0.0.1:1"), e.what());
+  }
+}
+
+BOOST_AUTO_TEST_CASE(from_env_reads_gcl_then_common_then_launcher_variables) {
+  auto env = [](std::map<std::string, std::string> m) {
+    return [m](char const* n) -> char const* {
+      auto it = m.find(n);
+      return it == m.end() ? nullptr : it->second.c_str();
+    };
+  };
+  auto o = gcl::tcp_options::from_env(env({{"GCL_RANK", "2"},
+                                           {"GCL_WORLD_SIZE", "4"},
+                                           {"GCL_MASTER_ADDR", "10.0.0.1"},
+                                           {"GCL_MASTER_PORT", "29500"},
+                                           {"GCL_TOKEN", "t"},
+                                           {"GCL_TIMEOUT", "1.5"},
+                                           {"RANK", "3"}}));
+  BOOST_TEST(o.rank == 2);
+  BOOST_TEST(o.size == 4);
+  BOOST_TEST(o.master_addr == "10.0.0.1");
+  BOOST_TEST(o.master_port == 29500);
+  BOOST_TEST(o.token == "t");
+  BOOST_TEST(o.timeout.count() == 1500);
+
+  o = gcl::tcp_options::from_env(env({{"OMPI_COMM_WORLD_RANK", "1"},
+                                      {"OMPI_COMM_WORLD_SIZE", "2"},
+                                      {"MASTER_ADDR", "h"},
+                                      {"MASTER_PORT", "1234"}}));
+  BOOST_TEST(o.rank == 1);
+  BOOST_TEST(o.size == 2);
+  BOOST_TEST(o.master_addr == "h");
+  o = gcl::tcp_options::from_env(env({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "1"}}));
+  BOOST_TEST(o.size == 1);
+  o = gcl::tcp_options::from_env(env({{"PMI_RANK", "3"},
+                                      {"PMI_SIZE", "5"},
+                                      {"MASTER_ADDR", "h"},
+                                      {"MASTER_PORT", "1"},
+                                      {"GCL_ADDRESS_FAMILY", "6"}}));
+  BOOST_TEST(o.rank == 3);
+  BOOST_TEST((o.family == gcl::address_family::v6));
+
+  auto fails = [&](std::map<std::string, std::string> m, std::string const& part) {
+    try {
+      gcl::tcp_options::from_env(env(m));
+    } catch (gcl::usage_error const& e) {
+      BOOST_TEST(contains(e.what(), part), e.what());
+      return;
+    }
+    BOOST_FAIL("no usage_error for " + part);
+  };
+  fails({}, "GCL_WORLD_SIZE");
+  fails({{"WORLD_SIZE", "2"}}, "GCL_RANK");
+  fails({{"WORLD_SIZE", "2"}, {"RANK", "2"}}, "RANK='2'");
+  fails({{"WORLD_SIZE", "x"}, {"RANK", "0"}}, "WORLD_SIZE='x'");
+  fails({{"WORLD_SIZE", "2"}, {"RANK", "0"}}, "GCL_MASTER_ADDR");
+  fails({{"WORLD_SIZE", "2"}, {"RANK", "0"}, {"MASTER_ADDR", "a"}}, "GCL_MASTER_PORT");
+  fails({{"WORLD_SIZE", "2"}, {"RANK", "0"}, {"MASTER_ADDR", "a"}, {"MASTER_PORT", "99999"}},
+        "MASTER_PORT='99999'");
+  fails({{"WORLD_SIZE", "1"}, {"RANK", "0"}, {"GCL_TIMEOUT", "-1"}}, "GCL_TIMEOUT='-1'");
+  fails({{"WORLD_SIZE", "1"}, {"RANK", "0"}, {"GCL_ADDRESS_FAMILY", "7"}}, "GCL_ADDRESS_FAMILY");
+}
+
+BOOST_AUTO_TEST_CASE(ipv6_loopback) {
+  boost::asio::io_context io;
+  boost::asio::ip::tcp::acceptor probe(io);
+  boost::system::error_code ec;
+  probe.open(boost::asio::ip::tcp::v6(), ec);
+  if (!ec) probe.bind({boost::asio::ip::address_v6::loopback(), 0}, ec);
+  if (ec) {
+    BOOST_TEST_MESSAGE("no IPv6 loopback here: skipped");
+    return;
+  }
+  auto o = quick();
+  o.family = gcl::address_family::v6;
+  gcl::spawn<tcp_transport>(
+      3,
+      [](auto& comm) {
+        BOOST_TEST(contains(comm.transport().config().master_addr, "::1"));
+        int me = comm.rank();
+        comm.send((me + 1) % 3, me * 10);
+        BOOST_TEST(comm.template recv<int>((me + 2) % 3) == (me + 2) % 3 * 10);
+      },
+      o);
+}
