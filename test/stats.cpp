@@ -1,11 +1,15 @@
 #define BOOST_TEST_MODULE stats
 #include <boost/test/unit_test.hpp>
 
+#include <gcl/algorithm/ring.hpp>
+#include <gcl/algorithm/tree.hpp>
+#include <gcl/collective/all_reduce.hpp>
 #include <gcl/communicator.hpp>
 #include <gcl/spawn.hpp>
 #include <gcl/stats.hpp>
 #include <gcl/transport/inproc.hpp>
 
+#include <algorithm>
 #include <array>
 #include <stdexcept>
 #include <tuple>
@@ -153,4 +157,57 @@ BOOST_AUTO_TEST_CASE(failures_still_propagate_through_the_decorator) {
                                           }
                                         }),
                     gcl::transport_error);
+}
+
+// The DESIGN.md rows of the core algorithms, counted: tree 2(P-1) messages of p in
+// 2 log2 P rounds; ring 2P(P-1) messages of about p/P in 2(P-1) rounds. (The other
+// algorithms' rows are checked in test/algorithm/.) For P not a power of two the tree takes
+// ceil(log2 P) steps per phase, but its longest chain of dependent messages is the height of
+// the binomial tree, floor(log2 P) (the deepest rank is 2^floor(log2 P) - 1: one hop per set
+// bit), so 2 floor(log2 P) rounds: e.g. P = 3, ranks 1 and 2 both send to 0 at once.
+BOOST_AUTO_TEST_CASE(tree_and_ring_rows_of_the_design_table) {
+  for (int p = 1; p <= 16; ++p) {
+    int floor_log2 = 0;
+    while ((2 << floor_log2) <= p) ++floor_log2;
+    auto P = static_cast<std::size_t>(p);
+    for (std::size_t n :
+         {std::size_t{0}, std::size_t{1}, P - 1, P, P + 1, 4 * P, std::size_t{1001}}) {
+      auto tree = gcl::spawn<counted>(p, [n](auto& comm) {
+        std::vector<int> v(n, comm.rank() + 1);
+        gcl::all_reduce(comm, v, gcl::sum{}, gcl::tree{});
+        bool ok = std::all_of(v.begin(), v.end(),
+                              [&](int x) { return x == (comm.size() * (comm.size() + 1)) / 2; });
+        return std::pair(ok, comm.transport().stats());
+      });
+      gcl::transport_stats t;
+      for (auto const& [ok, s] : tree) {
+        BOOST_TEST(ok);
+        t += s;
+      }
+      BOOST_TEST(t.messages_sent == 2 * (P - 1), "tree P=" << p << " n=" << n);
+      BOOST_TEST(t.bytes_sent == 2 * (P - 1) * n * sizeof(int));
+      BOOST_TEST(t.rounds == 2 * floor_log2, "tree P=" << p << " n=" << n);
+
+      auto ring = gcl::spawn<counted>(p, [n](auto& comm) {
+        std::vector<int> v(n, comm.rank() + 1);
+        gcl::all_reduce(comm, v, gcl::sum{}, gcl::ring{});
+        bool ok = std::all_of(v.begin(), v.end(),
+                              [&](int x) { return x == (comm.size() * (comm.size() + 1)) / 2; });
+        return std::pair(ok, comm.transport().stats());
+      });
+      gcl::transport_stats r;
+      for (auto const& [ok, s] : ring) {
+        BOOST_TEST(ok);
+        r += s;
+      }
+      BOOST_TEST(r.messages_sent == 2 * P * (P - 1), "ring P=" << p << " n=" << n);
+      // Each of the 2(P-1) steps moves every chunk once: p elements per step in total.
+      BOOST_TEST(r.bytes_sent == 2 * (P - 1) * n * sizeof(int));
+      BOOST_TEST(r.rounds == 2 * (p - 1), "ring P=" << p << " n=" << n);
+      if (p > 1) {
+        BOOST_TEST(r.max_message_bytes == ((n + P - 1) / P) * sizeof(int));
+        BOOST_TEST(r.min_message_bytes == (n / P) * sizeof(int));
+      }
+    }
+  }
 }

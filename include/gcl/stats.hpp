@@ -9,7 +9,8 @@
 /// start and after `reset()`). A message sent now gets depth `clock + 1`; receiving a message of
 /// depth d sets `clock = max(clock, d)`. A rank's `rounds` is the highest depth it sent or
 /// received, and the rounds of a collective are the maximum over ranks (`stats::operator+=`).
-/// So the ring's reduce-scatter + all-gather is 2(P-1) rounds, a binomial tree 2 ceil(log2 P),
+/// So the ring's reduce-scatter + all-gather is 2(P-1) rounds, a binomial tree 2 floor(log2 P)
+/// (its height, twice; = 2 log2 P for powers of two),
 /// direct 1, and a send issued before a receive in `sendrecv` does not depend on that receive.
 ///
 /// The depth travels in a side message of 8 bytes on a derived reserved tag (`depth_tag`), sent
