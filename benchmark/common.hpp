@@ -284,6 +284,41 @@ std::uint64_t count_wrong(collective c, std::string_view op, int rank, int world
   return wrong;
 }
 
+/// One rank's buffers for the per-rank element count `n` (the size column / element size), in
+/// the layout of the collective: `in` only (in place) for all_reduce and broadcast, `in` and
+/// `out` for the others, with P blocks of n / P on the blocked side(s).
+template <class T>
+struct buffers {
+  collective kind;
+  std::vector<T> in, out;
+  buffers(collective c, std::uint64_t n, int world) : kind(c) {
+    std::uint64_t blk = n / static_cast<std::uint64_t>(world);
+    switch (c) {
+      case collective::all_reduce:
+      case collective::broadcast:
+        in.resize(n);
+        break;
+      case collective::reduce_scatter:
+        in.resize(n);
+        out.resize(blk);
+        break;
+      case collective::all_gather:
+        in.resize(blk);
+        out.resize(n);
+        break;
+      case collective::all_to_all:
+        in.resize(n);
+        out.resize(n);
+        break;
+    }
+  }
+  /// Where the collective's result is.
+  std::span<T const> result() const {
+    if (kind == collective::all_reduce || kind == collective::broadcast) return in;
+    return out;
+  }
+};
+
 /// Input for the timed iterations: values that repeated in-place reductions leave unchanged
 /// (0 for sum, 1 otherwise), so 1000 iterations never overflow or reach inf/NaN.
 template <class T>

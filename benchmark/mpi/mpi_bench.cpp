@@ -43,36 +43,8 @@ MPI_Op mpi_op(std::string const& op) {
   return MPI_MAX;
 }
 
-// One rank's buffers for a per-rank element count `n` (the size column / element size).
 template <class T>
-struct buffers {
-  std::vector<T> in, out;
-  buffers(std::uint64_t n, int world) {
-    std::uint64_t blk = n / static_cast<std::uint64_t>(world);
-    switch (kind) {
-      case bench::collective::all_reduce:
-      case bench::collective::broadcast:
-        in.resize(n);
-        break;
-      case bench::collective::reduce_scatter:
-        in.resize(n);
-        out.resize(blk);
-        break;
-      case bench::collective::all_gather:
-        in.resize(blk);
-        out.resize(n);
-        break;
-      case bench::collective::all_to_all:
-        in.resize(n);
-        out.resize(n);
-        break;
-    }
-  }
-  std::span<T const> result() const {
-    if (kind == bench::collective::all_reduce || kind == bench::collective::broadcast) return in;
-    return out;
-  }
-};
+using buffers = bench::buffers<T>;
 
 template <class T>
 void run_once(buffers<T>& b, bench::options const& o, int world) {
@@ -105,7 +77,7 @@ int sweep(bench::options const& o, int rank, int world) {
   bench::printer out(o, kind, world, impl, "MPI default");
   if (rank == 0) out.begin();
   for (std::uint64_t n : bench::sweep_counts(o, kind, world)) {
-    buffers<T> b(n, world);
+    buffers<T> b(kind, n, world);
     std::uint64_t wrong = 0;
     if (o.check) {
       bench::fill_check_input<T>(kind, o.op, rank, world, o.root, b.in);

@@ -1,0 +1,308 @@
+#pragma once
+/// \file
+/// The gcl side of the sweeps: command line, algorithm table, transports, synchronised timing.
+/// Each program in benchmark/ is a few lines describing one collective:
+///
+///     struct all_reduce_call {
+///       static constexpr bench::collective kind = bench::collective::all_reduce;
+///       static constexpr std::string_view default_algorithm = "ring";
+///       template <class Alg, class Comm, class T, class Op>
+///       static constexpr bool supports = gcl::all_reduce_algorithm<Alg, Comm, T, Op>;
+///       template <class Comm, class T, class Op, class Alg>
+///       static void run(Comm& c, bench::buffers<T>& b, Op const& op, int, Alg const& a) {
+///         gcl::all_reduce(c, b.in, op, a);
+///       }
+///     };
+///     int main(int argc, char** argv) { return bench::run<all_reduce_call>(argc, argv); }
+///
+/// Timing, per size: one untimed call on integer-valued data whose result is checked exactly
+/// (#wrong, summed over ranks); `--warmup` untimed calls; then `--iters` times { barrier; t0;
+/// call; t = now - t0 } on every rank. Rank 0 takes, per iteration, the slowest rank's time and
+/// reports the median over iterations.
+
+#include <gcl/algorithm/direct.hpp>
+#include <gcl/algorithm/ring.hpp>
+#include <gcl/algorithm/tree.hpp>
+#include <gcl/collective/all_gather.hpp>
+#include <gcl/collective/all_reduce.hpp>
+#include <gcl/collective/all_to_all.hpp>
+#include <gcl/collective/broadcast.hpp>
+#include <gcl/collective/reduce_scatter.hpp>
+#include <gcl/communicator.hpp>
+#include <gcl/op.hpp>
+#include <gcl/spawn.hpp>
+#include <gcl/transport/inproc.hpp>
+
+// The algorithms of h5's family, as they land.
+#if __has_include(<gcl/algorithm/parameter_server.hpp>)
+#include <gcl/algorithm/parameter_server.hpp>
+#define GCL_BENCH_HAS_PS 1
+#endif
+#if __has_include(<gcl/algorithm/recursive_doubling.hpp>)
+#include <gcl/algorithm/recursive_doubling.hpp>
+#define GCL_BENCH_HAS_RD 1
+#endif
+#if __has_include(<gcl/algorithm/halving_doubling.hpp>)
+#include <gcl/algorithm/halving_doubling.hpp>
+#define GCL_BENCH_HAS_HD 1
+#endif
+#if __has_include(<gcl/algorithm/automatic.hpp>)
+#include <gcl/algorithm/automatic.hpp>
+#define GCL_BENCH_HAS_AUTO 1
+#endif
+
+#if GCL_BENCH_TCP
+#include <gcl/transport/tcp.hpp>
+#endif
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <vector>
+
+#include "common.hpp"
+
+namespace bench {
+
+/// Every algorithm the `--algorithm` option knows, in the order `--help` lists them.
+using algorithm_list = std::tuple<gcl::tree, gcl::ring, gcl::direct
+#ifdef GCL_BENCH_HAS_PS
+                                  ,
+                                  gcl::parameter_server
+#endif
+#ifdef GCL_BENCH_HAS_RD
+                                  ,
+                                  gcl::recursive_doubling
+#endif
+#ifdef GCL_BENCH_HAS_HD
+                                  ,
+                                  gcl::halving_doubling
+#endif
+#ifdef GCL_BENCH_HAS_AUTO
+                                  ,
+                                  gcl::automatic
+#endif
+                                  >;
+
+/// "tree, ring, direct, ..." — the names `--algorithm` accepts.
+inline std::string algorithm_names() {
+  std::string s;
+  std::apply([&](auto... a) { ((s += (s.empty() ? "" : ", ") + std::string(a.name)), ...); },
+             algorithm_list{});
+  return s;
+}
+
+/// gcl-specific options on top of the shared ones.
+struct gcl_options : options {
+  std::string transport = "inproc";
+  std::string algorithm;  ///< empty: the collective's default
+  int world_size = 2;
+  double timeout_s = 60;
+};
+
+namespace detail {
+
+// User tags for the harness's own messages (never a collective's).
+inline constexpr gcl::tag barrier_tag{0x3fff0001};
+inline constexpr gcl::tag times_tag{0x3fff0002};
+
+// Dissemination barrier on point-to-point messages: ceil(log2 P) rounds, and every rank leaves
+// after the same number of message latencies, so ranks start timed iterations nearly together.
+template <class Comm>
+void barrier(Comm& comm) {
+  int const p = comm.size(), me = comm.rank();
+  char out = 0, in = 0;
+  for (int k = 1; k < p; k *= 2)
+    comm.sendrecv((me + k) % p, out, (me - k + p) % p, in, barrier_tag);
+}
+
+// Rank 0 gets the element-wise max of every rank's per-iteration times and the sum of the
+// wrong counts; other ranks send theirs.
+template <class Comm>
+std::uint64_t collect(Comm& comm, std::vector<double>& times, std::uint64_t wrong) {
+  if (comm.rank() != 0) {
+    comm.send(0, times, times_tag);
+    comm.send(0, wrong, times_tag);
+    return wrong;
+  }
+  std::vector<double> theirs(times.size());
+  for (int r = 1; r < comm.size(); ++r) {
+    comm.recv(r, theirs, times_tag);
+    max_into(times, theirs);
+    wrong += comm.template recv<std::uint64_t>(r, times_tag);
+  }
+  return wrong;
+}
+
+template <class Call, class Comm, class T, class Op, class Alg>
+std::uint64_t sweep(Comm& comm, gcl_options const& o, Op const& op, Alg const& alg,
+                    std::string const& impl) {
+  int const me = comm.rank(), p = comm.size();
+  constexpr collective kind = Call::kind;
+  printer out(o, kind, p, impl, std::string(Alg::name));
+  if (me == 0) out.begin();
+  for (std::uint64_t n : sweep_counts(o, kind, p)) {
+    buffers<T> b(kind, n, p);
+    std::uint64_t wrong = 0;
+    if (o.check) {
+      fill_check_input<T>(kind, o.op, me, p, o.root, b.in);
+      Call::run(comm, b, op, o.root, alg);
+      wrong = count_wrong<T>(kind, o.op, me, p, o.root, b.result());
+    }
+    fill_timed_input<T>(o.op, b.in);
+    for (int i = 0; i < o.warmup; ++i) Call::run(comm, b, op, o.root, alg);
+    std::vector<double> times(static_cast<std::size_t>(o.iters));
+    for (auto& t : times) {
+      barrier(comm);
+      auto t0 = clock::now();
+      Call::run(comm, b, op, o.root, alg);
+      t = seconds_since(t0);
+    }
+    wrong = collect(comm, times, wrong);
+    if (me == 0) out.print(out.make_row(n, times, wrong));
+  }
+  if (me == 0) out.end();
+  return out.total_wrong();
+}
+
+template <class T>
+struct type_tag {
+  using type = T;
+};
+
+template <class F>
+void with_dtype(std::string_view t, F&& f) {
+  if (t == "float")
+    f(type_tag<float>{});
+  else if (t == "double")
+    f(type_tag<double>{});
+  else if (t == "int32")
+    f(type_tag<std::int32_t>{});
+  else
+    f(type_tag<std::int64_t>{});
+}
+
+template <class F>
+void with_op(std::string_view op, bool reduces, F&& f) {
+  if (!reduces || op == "sum")
+    f(gcl::sum{});  // non-reducing collectives ignore the op
+  else if (op == "prod")
+    f(gcl::prod{});
+  else if (op == "min")
+    f(gcl::min{});
+  else
+    f(gcl::max{});
+}
+
+// Runs the sweep on this rank's communicator; throws usage_error for an algorithm that is
+// unknown or does not implement the collective.
+template <class Call, class Comm>
+std::uint64_t run_rank(Comm& comm, gcl_options const& o, std::string const& impl) {
+  std::uint64_t wrong = 0;
+  std::string const name = o.algorithm.empty() ? std::string(Call::default_algorithm) : o.algorithm;
+  with_dtype(o.dtype, [&](auto t) {
+    using T = typename decltype(t)::type;
+    with_op(o.op, reduces(Call::kind), [&](auto op) {
+      using Op = decltype(op);
+      bool known = false, ran = false;
+      std::string valid;
+      std::apply(
+          [&](auto... alg) {
+            auto one = [&](auto a) {
+              using Alg = decltype(a);
+              if constexpr (Call::template supports<Alg, Comm, T, Op>) {
+                valid += (valid.empty() ? "" : ", ") + std::string(Alg::name);
+                if (Alg::name == name) {
+                  known = ran = true;
+                  wrong = sweep<Call, Comm, T, Op>(comm, o, op, a, impl);
+                }
+              } else if (Alg::name == name) {
+                known = true;
+              }
+            };
+            (one(alg), ...);
+          },
+          algorithm_list{});
+      if (!known)
+        throw gcl::usage_error("unknown algorithm '" + name +
+                               "'; valid names: " + algorithm_names());
+      if (!ran)
+        throw gcl::usage_error("algorithm '" + name + "' does not implement " +
+                               std::string(name_of(Call::kind)) + "; algorithms that do: " + valid);
+    });
+  });
+  return wrong;
+}
+
+inline bool launched_by_launcher() {
+  for (char const* v : {"GCL_RANK", "RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK"})
+    if (char const* s = std::getenv(v); s && *s) return true;
+  return false;
+}
+
+}  // namespace detail
+
+/// main() of a gcl sweep program for the collective described by `Call`.
+template <class Call>
+int run(int argc, char** argv) {
+  gcl_options o;
+  std::string const cname(name_of(Call::kind));
+  CLI::App app{"gcl " + cname +
+               " sweep with nccl-tests columns (size, count, type, redop, root, time, algbw, "
+               "busbw, #wrong) and the cost model's prediction. See doc/benchmarks.md."};
+  app.add_option("-t,--transport", o.transport, "inproc (ranks are threads) or tcp")
+      ->check(CLI::IsMember({"inproc", "tcp"}))
+      ->capture_default_str();
+  app.add_option(
+      "-a,--algorithm", o.algorithm,
+      "one of: " + algorithm_names() + " (default: " + std::string(Call::default_algorithm) + ")");
+  app.add_option("-p,--world-size", o.world_size,
+                 "number of ranks (inproc; tcp takes it from the launcher)")
+      ->check(CLI::Range(1, 4096))
+      ->capture_default_str();
+  app.add_option("--timeout", o.timeout_s, "seconds any blocking call may wait")
+      ->capture_default_str();
+  add_common_options(app, o);
+  CLI11_PARSE(app, argc, argv);
+
+  std::uint64_t wrong = 0;
+  try {
+    if (o.transport == "inproc") {
+      if (o.root < 0 || o.root >= o.world_size)
+        throw gcl::usage_error("--root " + std::to_string(o.root) +
+                               " is not a rank of a world of " + std::to_string(o.world_size));
+      gcl::inproc_options io{
+          .timeout = std::chrono::milliseconds(static_cast<long long>(o.timeout_s * 1000))};
+      auto r = gcl::spawn<gcl::inproc_transport>(
+          o.world_size, [&](auto& comm) { return detail::run_rank<Call>(comm, o, "gcl inproc"); },
+          io);
+      wrong = r[0];
+    } else {
+#if GCL_BENCH_TCP
+      if (!detail::launched_by_launcher())
+        throw gcl::usage_error(
+            "--transport tcp runs one process per rank: start it with tools/gcl-launch -n " +
+            std::to_string(o.world_size) + " -- " + argv[0] + " --transport tcp ...");
+      auto to = gcl::tcp_options::from_env();
+      if (o.root < 0 || o.root >= to.size)
+        throw gcl::usage_error("--root " + std::to_string(o.root) +
+                               " is not a rank of a world of " + std::to_string(to.size));
+      gcl::communicator comm{gcl::tcp_transport(to)};
+      wrong = detail::run_rank<Call>(comm, o, "gcl tcp");
+#else
+      throw gcl::usage_error(
+          "--transport tcp: this build has no TCP transport (it needs Boost.Asio headers, "
+          "Debian libboost-dev, and include/gcl/transport/tcp.hpp)");
+#endif
+    }
+  } catch (std::exception const& e) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 2;
+  }
+  return wrong ? 1 : 0;
+}
+
+}  // namespace bench
