@@ -1,0 +1,131 @@
+// train_lenet5: distributed SGD for LeNet-5 on MNIST over gcl (the homework's Task 3).
+//
+//   tools/fetch-mnist.sh
+//   train_lenet5 --world-size 4 --algorithm ring --sync params --target-accuracy 0.97
+//
+// Ranks are threads (--transport inproc, the default) or processes (--transport tcp, under a
+// launcher such as tools/gcl-launch). Prints a progress line, one line per evaluation, and k*
+// (iterations to the target accuracy) with the seconds it took.
+
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include "blas_threads.hpp"
+
+#include "trainer.hpp"
+
+namespace {
+
+void summary(lenet5::train_config const& cfg, int world, lenet5::train_result const& r) {
+  if (r.k_star >= 0)
+    std::printf(
+        "k* = %ld iterations to %.2f%% test accuracy (%ld images per rank), %.1f s "
+        "(%.1f s training)\n",
+        r.k_star, 100 * cfg.target_accuracy, r.k_star * cfg.batch, r.seconds_to_target,
+        r.train_seconds);
+  else if (cfg.target_accuracy > 0)
+    std::printf("target %.2f%% not reached in %ld iterations (best %.2f%%)\n",
+                100 * cfg.target_accuracy, r.iterations, [&] {
+                  double b = 0;
+                  for (auto& e : r.evaluations) b = std::max(b, 100 * e.accuracy);
+                  return b;
+                }());
+  std::printf(
+      "throughput %.0f images/s (%d x batch %d), %.1f%% of step time in all_reduce "
+      "(rank 0)\n",
+      r.images_per_second, world, cfg.batch, 100 * r.comm_share);
+  double acc = r.evaluations.empty() ? 0 : r.evaluations.back().accuracy;
+  std::printf(
+      "RESULT world_size=%d k_star=%ld seconds=%.3f train_seconds=%.3f iterations=%ld "
+      "images_per_second=%.1f comm_share=%.4f accuracy=%.4f\n",
+      world, r.k_star, r.k_star >= 0 ? r.seconds_to_target : r.seconds, r.train_seconds,
+      r.iterations, r.images_per_second, r.comm_share, acc);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"Distributed SGD for LeNet-5 on MNIST over gcl"};
+  lenet5::train_config cfg;
+  int world = 1, threads = 1, timeout_s = 120;
+  std::string transport = "inproc", data_dir = "data/mnist";
+  bool quiet = false;
+  app.add_option("--world-size,-n", world, "number of ranks (threads with --transport inproc)")
+      ->check(CLI::Range(1, 1024));
+  app.add_option("--transport", transport, "inproc (ranks are threads) or tcp (processes)")
+      ->check(CLI::IsMember({"inproc", "tcp"}));
+  app.add_option("--algorithm", cfg.algorithm,
+                 "all_reduce algorithm: " + lenet5::algorithm_names());
+  app.add_option("--sync", cfg.sync,
+                 "params: average parameters after a local step (the homework's Algorithm 1); "
+                 "grads: average gradients, then step (DDP)")
+      ->check(CLI::IsMember({"params", "grads"}));
+  app.add_option("--optimizer", cfg.optimizer, "sgd, momentum, sign, adam, adam_simplified")
+      ->check(CLI::IsMember({"sgd", "momentum", "sign", "adam", "adam_simplified"}));
+  app.add_option("--lr", cfg.lr, "learning rate (step size alpha)");
+  app.add_option("--momentum", cfg.momentum, "mu of --optimizer momentum");
+  app.add_flag("--l1-scale", cfg.l1_scale, "sign: step lr*||g||_1 (exact L-inf steepest descent)");
+  app.add_option("--batch,-b", cfg.batch, "images per rank per iteration")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--seed", cfg.seed, "initialisation and shuffling seed");
+  app.add_option("--target-accuracy", cfg.target_accuracy,
+                 "stop at the first evaluation with at least this test accuracy (0 = never)")
+      ->check(CLI::Range(0.0, 1.0));
+  app.add_option("--eval-every", cfg.eval_every, "iterations between evaluations")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--max-iterations", cfg.max_iterations, "stop after this many iterations")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--eval-images", cfg.eval_images, "test images per evaluation (-1 = all 10000)");
+  app.add_option("--log", cfg.log, "CSV file of every evaluation");
+  app.add_option("--data", data_dir, "directory with the four MNIST-format IDX files");
+  app.add_option("--threads", threads, "OpenBLAS threads (shared by all ranks of the process)")
+      ->check(CLI::Range(1, 256));
+  app.add_option("--timeout", timeout_s, "seconds any collective may wait before failing");
+  app.add_flag("--quiet,-q", quiet, "no progress line (evaluations are still printed)");
+  CLI11_PARSE(app, argc, argv);
+  cfg.progress = !quiet;
+
+  // Ranks are threads on few cores: BLAS must not start threads of its own per call.
+  lenet5::set_blas_threads(threads);
+
+  try {
+    auto const data = lenet5::load_mnist(data_dir);
+    if (transport == "inproc") {
+      std::printf(
+          "train_lenet5: %d rank%s (inproc threads), all_reduce %s, sync %s, optimizer "
+          "%s, lr %g, batch %d per rank, %zu parameters\n",
+          world, world == 1 ? "" : "s", cfg.algorithm.c_str(), cfg.sync.c_str(),
+          cfg.optimizer.c_str(), double(cfg.lr), cfg.batch,
+          lenet5::network<float>::parameter_count);
+      auto results = gcl::spawn<gcl::inproc_transport>(
+          world, [&](auto& comm) { return lenet5::train(comm, data, cfg); },
+          {.timeout = std::chrono::seconds{timeout_s}});
+      for (int r = 1; r < world; ++r)
+        if (results[r].parameters != results[0].parameters) {
+          std::fprintf(stderr, "train_lenet5: final parameters of rank %d differ from rank 0\n", r);
+          return 2;
+        }
+      std::printf("final parameters bit-identical on all %d rank(s) (hash %016llx)\n", world,
+                  static_cast<unsigned long long>(lenet5::detail::fnv1a(results[0].parameters)));
+      summary(cfg, world, results[0]);
+      return results[0].k_star >= 0 || cfg.target_accuracy == 0 ? 0 : 1;
+    }
+#ifdef LENET5_HAS_LAUNCH
+    return gcl_example::launch_tcp(argc, argv, [&](auto& comm) {
+      auto r = lenet5::train(comm, data, cfg);
+      if (comm.rank() == 0) summary(cfg, comm.size(), r);
+      return r.k_star >= 0 || cfg.target_accuracy == 0 ? 0 : 1;
+    });
+#else
+    std::fprintf(stderr, "train_lenet5: --transport tcp is not available in this build\n");
+    return 2;
+#endif
+  } catch (std::exception const& e) {
+    std::fprintf(stderr, "train_lenet5: %s\n", e.what());
+    return 2;
+  }
+}

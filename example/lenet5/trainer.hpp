@@ -1,0 +1,290 @@
+#pragma once
+/// \file
+/// Distributed SGD for LeNet-5 on any gcl communicator. Every rank trains on its own shard of
+/// the training set (rank-strided: images rank, rank + N, rank + 2N, ...) with its own batch,
+/// and after each local step the ranks synchronise with one `gcl::all_reduce` of a whole arena:
+///
+/// - `sync = params`: the homework's Algorithm 1: x_n = x - lr G_n locally, then
+///   x = (1/N) sum_n x_n (all_reduce of the parameter arena, then divide by N);
+/// - `sync = grads`: as DDP: G = (1/N) sum_n G_n (all_reduce of the gradient arena), then step.
+///
+/// For plain SGD both give the same iterates up to rounding. Ranks stay bit-identical because
+/// all_reduce gives every rank the same bits; every evaluation checks it with an all_reduce of a
+/// hash of the parameters (min and max), and throws if any rank differs.
+
+#include <unistd.h>
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <fstream>
+#include <functional>
+#include <numeric>
+#include <random>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "algorithms.hpp"
+#include "idx.hpp"
+#include "network.hpp"
+#include "optimizer.hpp"
+
+namespace lenet5 {
+
+/// What to train and how; the command line of train_lenet5 fills it.
+struct train_config {
+  std::string algorithm = "ring";  ///< gcl algorithm for the all_reduce (see algorithms.hpp)
+  std::string sync = "params";     ///< "params" (Algorithm 1) or "grads" (DDP)
+  std::string optimizer = "sgd";   ///< sgd, momentum, sign, adam, adam_simplified
+  float lr = 0.05f;
+  float momentum = 0.9f;  ///< for momentum
+  bool l1_scale = false;  ///< for sign: step lr ||g||_1 instead of lr
+  int batch = 32;         ///< per rank
+  std::uint64_t seed = 1;
+  double target_accuracy = 0;  ///< stop at the first evaluation reaching it; 0 = never
+  long eval_every = 100;       ///< iterations between evaluations
+  long max_iterations = 100000;
+  long eval_images = -1;          ///< test images per evaluation; -1 = all
+  std::string log;                ///< CSV of every evaluation (rank 0 writes it)
+  bool verbose = true;            ///< rank 0 prints evaluations (and progress, if `progress`)
+  bool progress = true;           ///< rank 0 prints a progress line
+  double progress_seconds = 1.0;  ///< how often the progress line refreshes
+};
+
+/// One evaluation: after `iteration` steps, the accuracy on the test images.
+struct evaluation {
+  long iteration = 0;
+  double epoch = 0, seconds = 0, train_seconds = 0, train_loss = 0, test_loss = 0, accuracy = 0;
+};
+
+/// What `train` returns on each rank.
+struct train_result {
+  long k_star = -1;               ///< iterations to the target accuracy; -1 if not reached
+  double seconds_to_target = -1;  ///< wall seconds to that evaluation (evaluations included)
+  long iterations = 0;
+  double seconds = 0, train_seconds = 0;
+  double images_per_second = 0;  ///< all ranks' training images / training seconds
+  double comm_share = 0;         ///< this rank's share of step time spent in all_reduce
+  std::vector<evaluation> evaluations;
+  std::vector<float> parameters;  ///< the final parameters of this rank
+};
+
+namespace detail {
+
+inline std::uint64_t fnv1a(std::span<float const> v) {
+  std::uint64_t h = 1469598103934665603ull;
+  auto const* p = reinterpret_cast<unsigned char const*>(v.data());
+  for (std::size_t i = 0; i < v.size_bytes(); ++i) h = (h ^ p[i]) * 1099511628211ull;
+  return h;
+}
+
+// Normalised float images (B, 28, 28) from the byte images at `index`.
+inline void make_batch(image_set const& s, std::span<std::size_t const> index, float* x,
+                       std::uint8_t* y) {
+  std::size_t const n = s.rows * s.cols;
+  float const scale = 1.f / (255.f * pixel_std), shift = pixel_mean / pixel_std;
+  for (std::size_t b = 0; b < index.size(); ++b) {
+    std::uint8_t const* src = s.pixels.data() + index[b] * n;
+    for (std::size_t i = 0; i < n; ++i) x[b * n + i] = float(src[i]) * scale - shift;
+    y[b] = s.labels[index[b]];
+  }
+}
+
+using any_optimizer = std::variant<sgd<float>, momentum<float>, sign_descent<float>,
+                                   adam_simplified<float>, adam<float>>;
+
+inline any_optimizer make_optimizer(train_config const& c) {
+  if (c.optimizer == "sgd") return sgd<float>{.lr = c.lr};
+  if (c.optimizer == "momentum") return momentum<float>{.lr = c.lr, .mu = c.momentum};
+  if (c.optimizer == "sign") return sign_descent<float>{.lr = c.lr, .l1_scale = c.l1_scale};
+  if (c.optimizer == "adam_simplified") return adam_simplified<float>{.lr = c.lr};
+  if (c.optimizer == "adam") return adam<float>{.lr = c.lr};
+  throw std::invalid_argument("unknown --optimizer '" + c.optimizer +
+                              "' (sgd, momentum, sign, adam, adam_simplified)");
+}
+
+}  // namespace detail
+
+/// Trains on `data` with this rank's shard until the target accuracy or `max_iterations`.
+/// Every rank of `comm` must call it with the same config and data.
+///
+///     auto r = gcl::spawn<gcl::inproc_transport>(4, [&](auto& comm) {
+///       return lenet5::train(comm, data, {.algorithm = "ring", .target_accuracy = 0.97});
+///     });
+template <class Comm>
+train_result train(Comm& comm, mnist const& data, train_config const& cfg) {
+  using clock = std::chrono::steady_clock;
+  int const rank = comm.rank(), world = comm.size();
+  bool const talk = cfg.verbose && rank == 0;
+  if (cfg.sync != "params" && cfg.sync != "grads")
+    throw std::invalid_argument("unknown --sync '" + cfg.sync + "' (params or grads)");
+  if (cfg.batch < 1) throw std::invalid_argument("--batch must be at least 1");
+  auto reduce = make_reducer(comm, cfg.algorithm);
+
+  std::vector<float> params(network<float>::parameter_count), grads(params.size());
+  network<float> net(params, grads);
+  net.init(cfg.seed);  // same seed on every rank: same start
+  auto opt = detail::make_optimizer(cfg);
+
+  // This rank's shard, rank-strided, equal sizes on all ranks.
+  std::size_t const shard = data.train.count / std::size_t(world);
+  if (shard < std::size_t(cfg.batch))
+    throw std::invalid_argument("each of the " + std::to_string(world) + " ranks gets " +
+                                std::to_string(shard) + " training images, fewer than --batch " +
+                                std::to_string(cfg.batch));
+  std::vector<std::size_t> order(shard);
+  for (std::size_t j = 0; j < shard; ++j) order[j] = std::size_t(rank) + j * std::size_t(world);
+  long const per_epoch = long(shard / std::size_t(cfg.batch));
+  std::mt19937_64 shuffle_rng(cfg.seed * 1000003u + std::uint64_t(rank));
+
+  std::vector<float> x(std::size_t(cfg.batch) * 784);
+  std::vector<std::uint8_t> y(std::size_t(cfg.batch));
+
+  // This rank's slice of the test set for evaluation; the counts are summed with all_reduce.
+  std::size_t const test_n =
+      cfg.eval_images < 0 ? data.test.count
+                          : std::min<std::size_t>(data.test.count, std::size_t(cfg.eval_images));
+  std::size_t const t0 = test_n * std::size_t(rank) / std::size_t(world);
+  std::size_t const t1 = test_n * std::size_t(rank + 1) / std::size_t(world);
+
+  std::ofstream log;
+  if (rank == 0 && !cfg.log.empty()) {
+    log.open(cfg.log);
+    if (!log) throw std::runtime_error("cannot write --log " + cfg.log);
+    log << "world_size,iteration,epoch,images,seconds,train_seconds,train_loss,test_loss,test_"
+           "accuracy\n";
+  }
+
+  train_result res;
+  double compute_s = 0, comm_s = 0, eval_s = 0, loss_acc = 0;
+  long loss_n = 0;
+  bool const tty = isatty(1);
+  {
+    std::vector<float> go{1.f};
+    reduce.sum(go);  // start the clocks together
+  }
+  auto const start = clock::now();
+  auto last_progress = start;
+
+  auto evaluate = [&](long k) {
+    auto const e0 = clock::now();
+    std::vector<std::size_t> idx;
+    std::vector<float> tx;
+    std::vector<std::uint8_t> ty;
+    std::vector<double> stats{0, 0};  // correct, summed loss
+    std::size_t const chunk = 100;    // keeps im2col's columns in cache
+    for (std::size_t a = t0; a < t1; a += chunk) {
+      std::size_t const n = std::min(chunk, t1 - a);
+      idx.resize(n), tx.resize(n * 784), ty.resize(n);
+      std::iota(idx.begin(), idx.end(), a);
+      detail::make_batch(data.test, idx, tx.data(), ty.data());
+      stats[0] += net.evaluate(tx.data(), ty.data(), int(n), stats[1]);
+    }
+    reduce.sum(stats);
+    // Bit-identity of the ranks: min and max of a hash of the parameters must agree.
+    std::uint64_t const h = detail::fnv1a(params);
+    std::vector<std::uint64_t> mm{h, ~h};
+    reduce.min(mm);
+    if (mm[0] != ~mm[1])
+      throw std::runtime_error("ranks diverged: parameter hashes differ after iteration " +
+                               std::to_string(k) + " (rank " + std::to_string(rank) + " has " +
+                               std::to_string(h) + ")");
+    eval_s += std::chrono::duration<double>(clock::now() - e0).count();
+    evaluation ev;
+    ev.iteration = k;
+    ev.epoch = double(k) / double(per_epoch);
+    ev.seconds = std::chrono::duration<double>(clock::now() - start).count();
+    ev.train_seconds = ev.seconds - eval_s;
+    ev.train_loss = loss_n ? loss_acc / double(loss_n) : 0;
+    ev.accuracy = stats[0] / double(test_n);
+    ev.test_loss = stats[1] / double(test_n);
+    loss_acc = 0, loss_n = 0;
+    res.evaluations.push_back(ev);
+    if (talk) {
+      std::printf(
+          "%s[eval] iteration %ld  epoch %.2f  test accuracy %.4f  test loss %.4f  "
+          "(%.1f s, %.1f s training)\n",
+          tty ? "\r\033[K" : "", k, ev.epoch, ev.accuracy, ev.test_loss, ev.seconds,
+          ev.train_seconds);
+      std::fflush(stdout);
+    }
+    if (log)
+      log << world << ',' << k << ',' << ev.epoch << ',' << k * long(world) * cfg.batch << ','
+          << ev.seconds << ',' << ev.train_seconds << ',' << ev.train_loss << ',' << ev.test_loss
+          << ',' << ev.accuracy << '\n'
+          << std::flush;
+    return ev.accuracy;
+  };
+
+  long k = 0;
+  while (k < cfg.max_iterations) {
+    long const in_epoch = k % per_epoch;
+    if (in_epoch == 0) {
+      std::shuffle(order.begin(), order.end(), shuffle_rng);
+      std::visit([](auto& o) { o.begin_epoch(); }, opt);
+    }
+    auto const a = clock::now();
+    detail::make_batch(data.train,
+                       std::span(order).subspan(std::size_t(in_epoch) * cfg.batch, cfg.batch),
+                       x.data(), y.data());
+    float const loss = net.forward_backward(x.data(), y.data(), cfg.batch);
+    auto const step = [&] { std::visit([&](auto& o) { o.step(params, grads); }, opt); };
+    auto const b = clock::now();
+    if (cfg.sync == "params") {
+      step();
+      auto const c = clock::now();
+      reduce.sum(params);  // Algorithm 1, line 5
+      auto const d = clock::now();
+      for (auto& p : params) p /= float(world);
+      comm_s += std::chrono::duration<double>(d - c).count();
+      compute_s += std::chrono::duration<double>(c - a).count() +
+                   std::chrono::duration<double>(clock::now() - d).count();
+    } else {
+      reduce.sum(grads);
+      auto const c = clock::now();
+      for (auto& g : grads) g /= float(world);
+      step();
+      comm_s += std::chrono::duration<double>(c - b).count();
+      compute_s += std::chrono::duration<double>(b - a).count() +
+                   std::chrono::duration<double>(clock::now() - c).count();
+    }
+    if (!std::isfinite(loss))
+      throw std::runtime_error("the loss is " + std::to_string(loss) + " at iteration " +
+                               std::to_string(k) + ": lower --lr");
+    loss_acc += loss, ++loss_n;
+    ++k;
+    if (talk && cfg.progress) {
+      auto const now = clock::now();
+      if (std::chrono::duration<double>(now - last_progress).count() >= cfg.progress_seconds) {
+        last_progress = now;
+        double const t = std::chrono::duration<double>(now - start).count() - eval_s;
+        std::printf("%sepoch %.2f  iteration %ld  loss %.4f  %.0f images/s  comm %.0f%%%s",
+                    tty ? "\r\033[K" : "", double(k) / double(per_epoch), k,
+                    loss_n ? loss_acc / double(loss_n) : 0.0, double(k) * cfg.batch * world / t,
+                    100 * comm_s / (comm_s + compute_s), tty ? "" : "\n");
+        std::fflush(stdout);
+      }
+    }
+    if (k % cfg.eval_every == 0 || k == cfg.max_iterations) {
+      double const acc = evaluate(k);
+      if (cfg.target_accuracy > 0 && acc >= cfg.target_accuracy) {
+        res.k_star = k;
+        res.seconds_to_target = res.evaluations.back().seconds;
+        break;
+      }
+    }
+  }
+  res.iterations = k;
+  res.seconds = std::chrono::duration<double>(clock::now() - start).count();
+  res.train_seconds = res.seconds - eval_s;
+  res.images_per_second = double(k) * cfg.batch * world / res.train_seconds;
+  res.comm_share = comm_s / std::max(1e-12, comm_s + compute_s);
+  res.parameters = params;
+  return res;
+}
+
+}  // namespace lenet5

@@ -1,0 +1,146 @@
+// Tests of example/lenet5/trainer.hpp on synthetic data (no download): a short distributed run
+// with 4 ranks over gcl keeps every rank's parameters bit-identical, learns, and the two
+// synchronisation modes (parameter averaging, the homework's Algorithm 1; gradient averaging,
+// DDP) give the same parameters for plain SGD up to float rounding.
+#define BOOST_TEST_MODULE lenet5_trainer
+#include <boost/test/unit_test.hpp>
+
+#include "blas_threads.hpp"
+
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "trainer.hpp"
+
+namespace {
+
+struct blas_one_thread {
+  blas_one_thread() { lenet5::set_blas_threads(1); }
+};
+BOOST_TEST_GLOBAL_FIXTURE(blas_one_thread);
+
+// Class c is a bright 8 x 8 square at one of ten positions, plus noise.
+lenet5::image_set synthetic(std::size_t n, std::uint64_t seed) {
+  lenet5::image_set s;
+  s.count = n, s.rows = 28, s.cols = 28;
+  s.pixels.resize(n * 784);
+  s.labels.resize(n);
+  std::mt19937_64 rng(seed);
+  for (std::size_t i = 0; i < n; ++i) {
+    int const c = int(rng() % 10);
+    s.labels[i] = std::uint8_t(c);
+    int const y0 = 2 + (c / 5) * 12, x0 = 1 + (c % 5) * 5;
+    for (int y = 0; y < 28; ++y)
+      for (int x = 0; x < 28; ++x) {
+        bool on = y >= y0 && y < y0 + 8 && x >= x0 && x < x0 + 8;
+        s.pixels[i * 784 + y * 28 + x] = std::uint8_t(on ? 200 + rng() % 56 : rng() % 40);
+      }
+  }
+  return s;
+}
+
+lenet5::mnist const& data() {
+  static lenet5::mnist const d{synthetic(512, 1), synthetic(200, 2)};
+  return d;
+}
+
+lenet5::train_config small(std::string sync, std::string algorithm = "ring") {
+  lenet5::train_config c;
+  c.sync = std::move(sync);
+  c.algorithm = std::move(algorithm);
+  c.lr = 0.05f;
+  c.batch = 8;
+  c.max_iterations = 24;
+  c.eval_every = 12;
+  c.verbose = false;
+  return c;
+}
+
+std::vector<lenet5::train_result> run(int world, lenet5::train_config const& c) {
+  return gcl::spawn<gcl::inproc_transport>(
+      world, [&](auto& comm) { return lenet5::train(comm, data(), c); });
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(four_ranks_stay_bit_identical) {
+  for (std::string alg : {"ring", "tree"})
+    for (std::string sync : {"params", "grads"}) {
+      BOOST_TEST_CONTEXT(alg << ", sync " << sync) {
+        auto r = run(4, small(sync, alg));
+        BOOST_TEST_REQUIRE(r.size() == 4u);
+        for (int k = 1; k < 4; ++k) BOOST_TEST((r[k].parameters == r[0].parameters));
+        BOOST_TEST(r[0].iterations == 24);
+        BOOST_TEST(r[0].evaluations.size() == 2u);
+        // Every rank saw the same evaluations (accuracy is all-reduced).
+        BOOST_TEST(r[3].evaluations.back().accuracy == r[0].evaluations.back().accuracy);
+      }
+    }
+}
+
+BOOST_AUTO_TEST_CASE(it_learns) {
+  auto c = small("params");
+  c.max_iterations = 60;
+  c.eval_every = 60;
+  auto r = run(2, c);
+  BOOST_TEST_MESSAGE("accuracy after 60 iterations: " << r[0].evaluations.back().accuracy);
+  BOOST_TEST(r[0].evaluations.back().accuracy > 0.5);  // chance is 0.1
+  BOOST_TEST(r[0].evaluations.back().train_loss < std::log(10.0));
+}
+
+BOOST_AUTO_TEST_CASE(target_accuracy_stops_and_reports_k_star) {
+  auto c = small("grads");
+  c.max_iterations = 200;
+  c.eval_every = 4;
+  c.target_accuracy = 0.3;
+  auto r = run(2, c);
+  BOOST_TEST(r[0].k_star > 0);
+  BOOST_TEST(r[0].k_star % 4 == 0);
+  BOOST_TEST(r[0].iterations == r[0].k_star);
+  BOOST_TEST(r[0].evaluations.back().accuracy >= 0.3);
+  for (std::size_t i = 0; i + 1 < r[0].evaluations.size(); ++i)
+    BOOST_TEST(r[0].evaluations[i].accuracy < 0.3);
+}
+
+// For plain SGD, x - lr (1/N) sum_n G_n (grads) and (1/N) sum_n (x - lr G_n) (params) are the
+// same number; only the rounding differs. Each step rounds differently by a few ulp of the
+// parameters (|p| < 1: an ulp is < 1.2e-7), 24 steps at most accumulate ~1e-5 if nothing
+// amplified it, and a short run with a small step amplifies little. A real difference (a
+// missing division by N, a wrong step) is of the order of lr |G| ~ 1e-3 and fails this.
+BOOST_AUTO_TEST_CASE(params_and_grads_agree_for_sgd) {
+  auto p = run(4, small("params"));
+  auto g = run(4, small("grads"));
+  double worst = 0;
+  for (std::size_t i = 0; i < p[0].parameters.size(); ++i)
+    worst = std::max(worst, double(std::abs(p[0].parameters[i] - g[0].parameters[i])));
+  BOOST_TEST_MESSAGE("largest difference between --sync params and --sync grads: " << worst);
+  BOOST_TEST(worst < 2e-5);
+  BOOST_TEST(worst > 0);  // not the same code path by accident
+  // And training actually moved the parameters by much more than that.
+  std::vector<float> init(lenet5::network<float>::parameter_count), grads(init.size());
+  lenet5::network<float>(init, grads).init(small("params").seed);
+  double moved = 0;
+  for (std::size_t i = 0; i < init.size(); ++i)
+    moved = std::max(moved, double(std::abs(p[0].parameters[i] - init[i])));
+  BOOST_TEST(moved > 1e-3);
+}
+
+BOOST_AUTO_TEST_CASE(one_rank_params_equals_plain_sgd) {
+  // With N = 1, both modes are plain SGD, and the all_reduce of one rank changes nothing.
+  auto p = run(1, small("params"));
+  auto g = run(1, small("grads"));
+  BOOST_TEST((p[0].parameters == g[0].parameters));
+}
+
+BOOST_AUTO_TEST_CASE(bad_configuration) {
+  auto c = small("params");
+  c.sync = "both";
+  BOOST_CHECK_THROW(run(2, c), std::invalid_argument);
+  c = small("params", "no_such_algorithm");
+  BOOST_CHECK_THROW(run(2, c), std::invalid_argument);
+  c = small("params");
+  c.batch = 1000;  // more than a rank's shard
+  BOOST_CHECK_THROW(run(2, c), std::invalid_argument);
+}
