@@ -52,8 +52,8 @@ namespace detail {
 
 // The schedules of the core algorithms (tree.hpp and ring.hpp), kept here so that those headers
 // need not know about costs. Binomial tree: ceil(log2 P) rounds of one full message up (with a
-// reduction), the same down. Ring: P - 1 rounds of the largest chunk with a reduction, P - 1
-// without.
+// reduction), the same down (the root handles one message per level, one after the other).
+// Ring: P - 1 rounds of the largest chunk with a reduction, P - 1 without.
 template <class F>
 void tree_schedule(int p, std::size_t count, std::size_t element_size, F&& step) {
   std::size_t const bytes = count * element_size;
@@ -62,11 +62,21 @@ void tree_schedule(int p, std::size_t count, std::size_t element_size, F&& step)
   for (int i = 0; i < levels; ++i) step(cost_step{1, bytes, 0});
 }
 template <class F>
-void ring_schedule(int p, std::size_t count, std::size_t element_size, F&& step) {
+void ring_schedule(ring const& alg, int p, std::size_t count, std::size_t element_size, F&& step) {
   if (p <= 1) return;
-  std::size_t const chunk = chunk_layout{count, p}.max_size() * element_size;
-  for (int i = 0; i < p - 1; ++i) step(cost_step{1, chunk, chunk});
-  for (int i = 0; i < p - 1; ++i) step(cost_step{1, chunk, 0});
+  std::size_t const chunk_elements = chunk_layout{count, p}.max_size();
+  std::size_t const chunk = chunk_elements * element_size;
+  std::size_t const s = std::max<std::size_t>(alg.segment_bytes / element_size, 1);
+  if (alg.segment_bytes == 0 || s >= chunk_elements) {
+    for (int i = 0; i < p - 1; ++i) step(cost_step{1, chunk, chunk});
+    for (int i = 0; i < p - 1; ++i) step(cost_step{1, chunk, 0});
+    return;
+  }
+  // Segmented: a step is ceil(chunk / s) messages of s elements back to back, and only the
+  // last segment's reduction is not hidden behind the transfer of the next.
+  std::size_t const segments = (chunk_elements + s - 1) / s, seg = s * element_size;
+  for (int i = 0; i < p - 1; ++i) step(cost_step{segments, seg, seg});
+  for (int i = 0; i < p - 1; ++i) step(cost_step{segments, seg, 0});
 }
 
 }  // namespace detail
@@ -80,10 +90,10 @@ void for_each_step(Alg const& alg, int p, std::size_t count, std::size_t element
   if constexpr (std::same_as<Alg, tree>)
     detail::tree_schedule(p, count, element_size, f);
   else if constexpr (std::same_as<Alg, ring>)
-    detail::ring_schedule(p, count, element_size, f);
+    detail::ring_schedule(alg, p, count, element_size, f);
   else {
     static_assert(scheduled_algorithm<Alg>,
-                  "gcl::cost_model: this algorithm has no static schedule(P, count, element_size, "
+                  "gcl::cost_model: this algorithm has no member schedule(P, count, element_size, "
                   "f) describing its rounds, so its cost cannot be predicted");
     alg.schedule(p, count, element_size, f);
   }

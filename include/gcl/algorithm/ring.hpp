@@ -7,6 +7,7 @@
 /// right choice for large messages (bandwidth bound).
 
 #include <algorithm>
+#include <array>
 #include <cstddef>
 #include <span>
 #include <string_view>
@@ -38,10 +39,20 @@ constexpr int ring_recv_chunk(int n, int i, int p, int first) noexcept {
 /// rank, so it needs a commutative operator.
 ///
 ///     gcl::all_reduce(comm, v, gcl::sum{}, gcl::ring{});
+///     gcl::all_reduce(comm, v, gcl::sum{}, gcl::ring{.segment_bytes = 1 << 16});  // pipelined
 struct ring {
   static constexpr std::string_view name = "ring";
   /// Each chunk's reduction starts at a different rank, so operand order differs per chunk.
   static constexpr bool needs_commutative = true;
+
+  /// all_reduce only: 0 sends each chunk as one message. Otherwise each chunk travels as
+  /// segments of at most this many bytes (at least one element), and a rank reduces segment
+  /// j while segment j + 1 is arriving (posted with irecv), overlapping reduction and
+  /// transfer. Same result bit for bit (the same operands meet in the same order). Every chunk
+  /// is at least one message, so a chunk of c elements is max(1, ceil(c / s)) messages for
+  /// s = max(1, segment_bytes / sizeof(T)); when segment_bytes >= the largest chunk the
+  /// messages are exactly those of the unsegmented ring.
+  std::size_t segment_bytes = 0;
 
   /// The homework's ring all-reduce, in place. Empty chunks are still sent (as empty
   /// messages), so every rank sends exactly `2 (P - 1)` messages whatever the count.
@@ -50,6 +61,8 @@ struct ring {
     int const p = comm.size(), n = comm.rank();
     if (p == 1) return;
     detail::chunk_layout const chunks{data.size(), p};
+    if (segment_bytes != 0 && segment_elements<T>() < chunks.max_size())
+      return segmented_all_reduce(comm, data, op, chunks);
     int const left = detail::mod(n - 1, p), right = detail::mod(n + 1, p);
     auto tmp = comm.template scratch<T>(chunks.max_size(), 0);
     auto chunk = [&](int c) { return data.subspan(chunks.offset(c), chunks.size(c)); };
@@ -65,6 +78,12 @@ struct ring {
     for (int i = p; i <= 2 * (p - 1); ++i)
       comm.sendrecv(left, std::span<T const>(chunk(detail::ring_send_chunk(n, i, p, first))), right,
                     chunk(detail::ring_recv_chunk(n, i, p, first)), detail::collective_tag);
+  }
+
+  /// Elements per segment: `segment_bytes / sizeof(T)`, at least 1.
+  template <class T>
+  constexpr std::size_t segment_elements() const noexcept {
+    return std::max<std::size_t>(segment_bytes / sizeof(T), 1);
   }
 
   /// Rank r gets chunk r (see `detail::chunk_layout`) of the reduction of every rank's `in`;
@@ -107,6 +126,62 @@ struct ring {
     for (int i = 1; i <= p - 1; ++i)
       comm.sendrecv(left, std::span<T const>(block(detail::ring_send_chunk(n, i, p, 0))), right,
                     block(detail::ring_recv_chunk(n, i, p, 0)), detail::collective_tag);
+  }
+
+ private:
+  // The same schedule as all_reduce, each chunk cut into segments. In phase I a rank posts
+  // receives for the first `window` segments (irecv, each into its own slot of scratch), sends
+  // all of its segments, then waits for segment j, reposts the slot for segment j + window and
+  // reduces j while later segments are still arriving: reduction overlaps transfer. Sends come
+  // before any receive completes, as in the plain ring, so the step's sends never wait for (or
+  // depend on) this step's data; sends are eager, so this cannot deadlock. FIFO per (peer, tag)
+  // and the order of posting keep segment j paired with receive j.
+  template <class Comm, class T, class Op>
+  void segmented_all_reduce(Comm& comm, std::span<T> data, Op const& op,
+                            detail::chunk_layout const& chunks) const {
+    int const p = comm.size(), n = comm.rank();
+    int const left = detail::mod(n - 1, p), right = detail::mod(n + 1, p);
+    std::size_t const s = segment_elements<T>();
+    auto chunk = [&](int c) { return data.subspan(chunks.offset(c), chunks.size(c)); };
+    auto segments = [s](std::span<T> c) { return c.empty() ? 1 : (c.size() + s - 1) / s; };
+    auto segment = [s](std::span<T> c, std::size_t j) {
+      std::size_t const at = std::min(j * s, c.size());
+      return c.subspan(at, std::min(s, c.size() - at));
+    };
+    constexpr std::size_t max_window = 8;
+    std::size_t const window = std::min(max_window, (chunks.max_size() + s - 1) / s);
+    auto slots = comm.template scratch<T>(window * s, 0);
+    std::array<typename Comm::request, max_window> pending;
+    constexpr int first = -1;
+    for (int i = 1; i <= p - 1; ++i) {  // phase I: scatter-reduce, pipelined
+      auto out = chunk(detail::ring_send_chunk(n, i, p, first));
+      auto in = chunk(detail::ring_recv_chunk(n, i, p, first));
+      std::size_t const ns = segments(out), nr = segments(in);
+      auto slot = [&](std::size_t j) {
+        return slots.subspan((j % window) * s, segment(in, j).size());
+      };
+      auto post = [&](std::size_t j) {
+        auto buf = slot(j);
+        pending[j % window] = comm.irecv(right, buf, detail::collective_tag);
+      };
+      for (std::size_t j = 0; j < std::min(nr, window); ++j) post(j);
+      for (std::size_t j = 0; j < ns; ++j)
+        comm.send(left, std::span<T const>(segment(out, j)), detail::collective_tag);
+      for (std::size_t j = 0; j < nr; ++j) {
+        pending[j % window].wait();
+        auto dst = segment(in, j);
+        detail::reduce_into(dst.data(), slot(j).data(), dst.size(), op);
+        if (j + window < nr) post(j + window);  // the slot of j is free again
+      }
+    }
+    for (int i = p; i <= 2 * (p - 1); ++i) {  // phase II: forward final segments
+      auto out = chunk(detail::ring_send_chunk(n, i, p, first));
+      auto in = chunk(detail::ring_recv_chunk(n, i, p, first));
+      for (std::size_t j = 0; j < segments(out); ++j)
+        comm.send(left, std::span<T const>(segment(out, j)), detail::collective_tag);
+      for (std::size_t j = 0; j < segments(in); ++j)
+        comm.recv(right, segment(in, j), detail::collective_tag);
+    }
   }
 };
 
