@@ -41,7 +41,9 @@ void all_gather(communicator<Transport>& comm, In const& in, Out&& out, Alg cons
       "world size " + std::to_string(comm.size()) + " x in.size() " + std::to_string(i.size()));
   auto scope =
       comm.begin_call(make_call_info<T>(call_kind::all_gather, i.size(), -1, "", Alg::name));
-  alg.all_gather(comm, i, o);
+  if constexpr (all_gather_algorithm<Alg, communicator<Transport>,
+                                     T>)  // no second error after the static_assert
+    alg.all_gather(comm, i, o);
 }
 
 }  // namespace gcl

@@ -46,7 +46,9 @@ void all_reduce(communicator<Transport>& comm, R&& data, Op const& op = {}, Alg 
   std::span<T> d = detail::writable_span(std::forward<R>(data));
   auto scope = comm.begin_call(
       make_call_info<T>(call_kind::all_reduce, d.size(), -1, op_name<Op>(), Alg::name));
-  alg.all_reduce(comm, d, op);
+  if constexpr (all_reduce_algorithm<Alg, communicator<Transport>, T,
+                                     Op>)  // no second error after the static_assert
+    alg.all_reduce(comm, d, op);
 }
 
 }  // namespace gcl

@@ -41,7 +41,9 @@ void all_to_all(communicator<Transport>& comm, In const& in, Out&& out, Alg cons
                      "out.size() == in.size()");
   auto scope =
       comm.begin_call(make_call_info<T>(call_kind::all_to_all, i.size(), -1, "", Alg::name));
-  alg.all_to_all(comm, i, o);
+  if constexpr (all_to_all_algorithm<Alg, communicator<Transport>,
+                                     T>)  // no second error after the static_assert
+    alg.all_to_all(comm, i, o);
 }
 
 }  // namespace gcl

@@ -25,7 +25,9 @@ void barrier(communicator<Transport>& comm, Alg const& alg = {}) {
                 "gcl::barrier: the algorithm passed last does not implement barrier; "
                 "doc/algorithms.md lists which algorithm implements which collective");
   auto scope = comm.begin_call(make_call_info<std::byte>(call_kind::barrier, 0, -1, "", Alg::name));
-  alg.barrier(comm);
+  if constexpr (barrier_algorithm<Alg, communicator<Transport>>)  // no second error after the
+                                                                  // static_assert
+    alg.barrier(comm);
 }
 
 }  // namespace gcl

@@ -36,7 +36,9 @@ void broadcast(communicator<Transport>& comm, R&& data, int root, Alg const& alg
   std::span<T> d = detail::writable_span(std::forward<R>(data));
   auto scope =
       comm.begin_call(make_call_info<T>(call_kind::broadcast, d.size(), root, "", Alg::name));
-  alg.broadcast(comm, d, root);
+  if constexpr (broadcast_algorithm<Alg, communicator<Transport>,
+                                    T>)  // no second error after the static_assert
+    alg.broadcast(comm, d, root);
 }
 
 }  // namespace gcl

@@ -43,7 +43,9 @@ void gather(communicator<Transport>& comm, In const& in, Out&& out, int root, Al
         i.size() * static_cast<std::size_t>(comm.size()),
         "world size " + std::to_string(comm.size()) + " x in.size() " + std::to_string(i.size()));
   auto scope = comm.begin_call(make_call_info<T>(call_kind::gather, i.size(), root, "", Alg::name));
-  alg.gather(comm, i, o, root);
+  if constexpr (gather_algorithm<Alg, communicator<Transport>,
+                                 T>)  // no second error after the static_assert
+    alg.gather(comm, i, o, root);
 }
 
 }  // namespace gcl

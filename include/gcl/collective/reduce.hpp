@@ -39,7 +39,9 @@ void reduce(communicator<Transport>& comm, R&& data, int root, Op const& op = {}
   std::span<T> d = detail::writable_span(std::forward<R>(data));
   auto scope = comm.begin_call(
       make_call_info<T>(call_kind::reduce, d.size(), root, op_name<Op>(), Alg::name));
-  alg.reduce(comm, d, root, op);
+  if constexpr (reduce_algorithm<Alg, communicator<Transport>, T,
+                                 Op>)  // no second error after the static_assert
+    alg.reduce(comm, d, root, op);
 }
 
 }  // namespace gcl

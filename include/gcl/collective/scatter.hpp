@@ -45,7 +45,9 @@ void scatter(communicator<Transport>& comm, In const& in, Out&& out, int root,
         "world size " + std::to_string(comm.size()) + " x out.size() " + std::to_string(o.size()));
   auto scope =
       comm.begin_call(make_call_info<T>(call_kind::scatter, o.size(), root, "", Alg::name));
-  alg.scatter(comm, i, o, root);
+  if constexpr (scatter_algorithm<Alg, communicator<Transport>,
+                                  T>)  // no second error after the static_assert
+    alg.scatter(comm, i, o, root);
 }
 
 }  // namespace gcl
