@@ -386,7 +386,7 @@ class tcp_rendezvous : public std::enable_shared_from_this<tcp_rendezvous> {
             self->last_attempt_ = "could not connect to rank " + std::to_string(r) + " at " +
                                   endpoint_text(ep) + self->interface_text() + ": " + ec.message();
             c->timer.expires_after(std::chrono::milliseconds(100));
-            c->timer.async_wait([self, r, ep](boost::system::error_code ec) {
+            c->timer.async_wait([self, c, r, ep](boost::system::error_code ec) {
               if (!ec) self->connect_to(r, ep);
             });
             return;

@@ -401,7 +401,7 @@ class tcp_impl {
            prefix() + "lost " + p.where + ": " +
                (ec == asio::error::eof ? std::string("connection closed") : ec.message()) +
                " before it finished (the process exited, crashed or was killed)",
-           false);
+           true);  // ranks that wait on us, not on the lost rank, learn which rank was lost
     changed_.notify_all();
   }
 

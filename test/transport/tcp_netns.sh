@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# gcl over a real network stack: one rank per network namespace, the namespaces joined by veth
+# pairs to a bridge that lives in a namespace of its own, addresses 10.77.0.0/24 that exist
+# only inside these namespaces (nothing is added to the host's namespace, nothing is routed).
+# Runs all_reduce with every algorithm across them and checks the results exactly.
+#
+#   tcp_netns.sh path/to/tcp_worker [ranks]      (root; exit 77 = skipped)
+#
+# Also used by benchmark/tcp/shaped.sh through GCL_NETNS_KEEP=1 / the functions below.
+# Needs iproute2 (ip). Namespaces are always removed on exit.
+set -u
+worker=${1:?usage: tcp_netns.sh path/to/tcp_worker [ranks]}
+ranks=${2:-5}
+id=gcl$$
+skip() { echo "SKIP: $*"; exit 77; }
+
+[[ $(id -u) == 0 ]] || skip "not root (network namespaces need CAP_SYS_ADMIN)"
+command -v ip >/dev/null || skip "ip (iproute2) is not installed"
+
+cleanup() {
+  for ((i = 0; i < ranks; ++i)); do ip netns del "$id-r$i" 2>/dev/null; done
+  ip netns del "$id-br" 2>/dev/null
+  rm -rf "${out:-}"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+ip netns add "$id-br" 2>/dev/null || skip "cannot create a network namespace here (ip netns add failed)"
+set -e
+ip -n "$id-br" link add br0 type bridge
+ip -n "$id-br" link set br0 up
+for ((i = 0; i < ranks; ++i)); do
+  ns="$id-r$i"
+  ip netns add "$ns"
+  ip -n "$id-br" link add "p$i" type veth peer name eth0 netns "$ns"
+  ip -n "$id-br" link set "p$i" master br0 up
+  ip -n "$ns" link set lo up
+  ip -n "$ns" addr add "10.77.0.$((i + 1))/24" dev eth0
+  ip -n "$ns" link set eth0 up
+done
+set +e
+# The bridge needs a moment to forward (no STP by default, but the links come up async).
+for _ in $(seq 50); do
+  ip netns exec "$id-r$((ranks - 1))" ping -c1 -W1 10.77.0.1 >/dev/null 2>&1 && break
+  command -v ping >/dev/null || { sleep 1; break; }
+  sleep 0.1
+done
+
+out=$(mktemp -d)
+run_job() {  # run_job label args...: one rank per namespace, all must exit 0
+  local label=$1 pids=() i code=0
+  shift
+  for ((i = 0; i < ranks; ++i)); do
+    # Half the ranks pick their address by interface name, half by the route to rank 0.
+    local iface=""
+    ((i % 2 == 1)) && iface=eth0
+    ip netns exec "$id-r$i" env GCL_RANK=$i GCL_WORLD_SIZE=$ranks GCL_MASTER_ADDR=10.77.0.1 \
+      GCL_MASTER_PORT=29577 GCL_TOKEN="$id" GCL_TIMEOUT=30 GCL_INTERFACE="$iface" \
+      "$worker" "$@" >"$out/$i" 2>&1 &
+    pids+=($!)
+  done
+  for i in "${!pids[@]}"; do
+    wait "${pids[$i]}" || { code=1; echo "rank $i failed:"; cat "$out/$i"; }
+  done
+  sed "s/^/[$label] /" "$out/0"
+  return $code
+}
+
+run_job "$ranks namespaces" algorithms || { echo FAIL; exit 1; }
+for ((i = 0; i < ranks; ++i)); do
+  grep -q "all_reduce with every algorithm on $ranks ranks: OK" "$out/$i" || { echo "FAIL: rank $i"; exit 1; }
+done
+echo PASS
