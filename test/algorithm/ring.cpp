@@ -65,6 +65,14 @@ BOOST_AUTO_TEST_CASE(all_reduce_sends_2_p_minus_1_chunks_per_rank_in_2_p_minus_1
       // Every chunk travels P - 1 hops in each phase.
       BOOST_TEST(r.total.bytes_sent == 2 * (P - 1) * n * sizeof(std::int64_t));
       BOOST_TEST(r.total.rounds == 2 * (p - 1));
+      // Rank k sends every chunk but (k-2) mod P in phase I and every chunk but (k-3) mod P in
+      // phase II (doc/algorithms.md).
+      d::chunk_layout const l{n, p};
+      for (int k = 0; k < p && p > 1; ++k)
+        BOOST_TEST(r.per_rank[k].bytes_sent ==
+                       (2 * n - l.size(d::mod(k - 2, p)) - l.size(d::mod(k - 3, p))) *
+                           sizeof(std::int64_t),
+                   "P=" << p << " n=" << n << " rank " << k);
       if (p > 1) {
         BOOST_TEST(r.total.max_message_bytes == (n + P - 1) / P * sizeof(std::int64_t));
         BOOST_TEST(r.total.min_message_bytes == n / P * sizeof(std::int64_t));
