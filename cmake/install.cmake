@@ -16,3 +16,13 @@ write_basic_package_version_file(${PROJECT_BINARY_DIR}/gclConfigVersion.cmake
   COMPATIBILITY SameMinorVersion ARCH_INDEPENDENT)
 install(FILES ${PROJECT_BINARY_DIR}/gclConfig.cmake ${PROJECT_BINARY_DIR}/gclConfigVersion.cmake
   DESTINATION ${CMAKE_INSTALL_DATADIR}/cmake/gcl)
+
+# pkg-config: `pkg-config --cflags gcl` for builds without CMake. Header-only, so the files go to
+# the architecture-independent share/pkgconfig.
+configure_file(cmake/gcl.pc.in ${PROJECT_BINARY_DIR}/gcl.pc @ONLY)
+set(_gcl_pc_files ${PROJECT_BINARY_DIR}/gcl.pc)
+if(TARGET gcl_tcp)
+  configure_file(cmake/gcl-tcp.pc.in ${PROJECT_BINARY_DIR}/gcl-tcp.pc @ONLY)
+  list(APPEND _gcl_pc_files ${PROJECT_BINARY_DIR}/gcl-tcp.pc)
+endif()
+install(FILES ${_gcl_pc_files} DESTINATION ${CMAKE_INSTALL_DATADIR}/pkgconfig)

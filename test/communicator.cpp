@@ -65,16 +65,16 @@ BOOST_AUTO_TEST_CASE(fifo_per_tag) {
 }
 
 BOOST_AUTO_TEST_CASE(peer_out_of_range_is_usage_error) {
-  BOOST_CHECK_EXCEPTION(gcl::spawn<inproc_transport>(2, [](auto& comm) { comm.send(5, 1); }),
-                        gcl::usage_error, [](auto const& e) {
-                          return std::string(e.what()).find("rank 5") != std::string::npos;
-                        });
+  BOOST_CHECK_EXCEPTION(
+      gcl::spawn<inproc_transport>(2, [](auto& comm) { comm.send(5, 1); }), gcl::usage_error,
+      [](auto const& e) { return std::string(e.what()).find("rank 5") != std::string::npos; });
 }
 
 BOOST_AUTO_TEST_CASE(size_mismatch_names_both_sizes) {
   BOOST_CHECK_EXCEPTION(gcl::spawn<inproc_transport>(2,
                                                      [](auto& comm) {
-                                                       if (comm.rank() == 0) comm.send(1, std::vector<int>(3));
+                                                       if (comm.rank() == 0)
+                                                         comm.send(1, std::vector<int>(3));
                                                        else {
                                                          std::vector<int> v(4);
                                                          comm.recv(0, v);
@@ -82,19 +82,20 @@ BOOST_AUTO_TEST_CASE(size_mismatch_names_both_sizes) {
                                                      }),
                         gcl::transport_error, [](auto const& e) {
                           std::string w = e.what();
-                          return e.code() == gcl::errc::mismatch && w.find("16 bytes") != std::string::npos &&
+                          return e.code() == gcl::errc::mismatch &&
+                                 w.find("16 bytes") != std::string::npos &&
                                  w.find("12 bytes") != std::string::npos;
                         });
 }
 
 BOOST_AUTO_TEST_CASE(a_throwing_rank_releases_the_others) {
   auto start = std::chrono::steady_clock::now();
-  BOOST_CHECK_EXCEPTION(gcl::spawn<inproc_transport>(4,
-                                                     [](auto& comm) {
-                                                       if (comm.rank() == 2) throw std::runtime_error("boom");
-                                                       comm.template recv<int>((comm.rank() + 1) % 4);
-                                                     }),
-                        std::runtime_error,
-                        [](auto const& e) { return std::string(e.what()) == "boom"; });
+  BOOST_CHECK_EXCEPTION(
+      gcl::spawn<inproc_transport>(4,
+                                   [](auto& comm) {
+                                     if (comm.rank() == 2) throw std::runtime_error("boom");
+                                     comm.template recv<int>((comm.rank() + 1) % 4);
+                                   }),
+      std::runtime_error, [](auto const& e) { return std::string(e.what()) == "boom"; });
   BOOST_TEST((std::chrono::steady_clock::now() - start < std::chrono::seconds(5)));
 }

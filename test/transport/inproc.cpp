@@ -1,0 +1,301 @@
+#define BOOST_TEST_MODULE transport_inproc
+#include <boost/test/unit_test.hpp>
+
+#include <gcl/communicator.hpp>
+#include <gcl/spawn.hpp>
+#include <gcl/transport/inproc.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <numeric>
+#include <string>
+#include <thread>
+#include <vector>
+
+using gcl::inproc_transport;
+using namespace std::chrono_literals;
+
+namespace {
+
+bool contains(std::string const& s, std::string const& part) {
+  return s.find(part) != std::string::npos;
+}
+
+std::vector<std::uint32_t> pattern(std::size_t n, std::uint32_t seed) {
+  std::vector<std::uint32_t> v(n);
+  for (std::size_t i = 0; i < n; ++i)
+    v[i] = static_cast<std::uint32_t>(seed * 2654435761u + i * 40503u);
+  return v;
+}
+
+std::span<std::byte const> bytes(auto const& v) {
+  return std::as_bytes(std::span(v));
+}
+std::span<std::byte> wbytes(auto&& v) {
+  return std::as_writable_bytes(std::span(v));
+}
+
+}  // namespace
+
+static_assert(gcl::transport<inproc_transport>);
+static_assert(gcl::call_aware_transport<inproc_transport>);
+static_assert(gcl::sendrecv_transport<inproc_transport>);
+static_assert(gcl::irecv_transport<inproc_transport>);
+static_assert(gcl::group_transport<inproc_transport>);
+
+BOOST_AUTO_TEST_CASE(fifo_per_source_and_tag_with_interleaved_tags_and_sizes) {
+  // Messages of two tags and varied sizes (some queued before the recv, some received into a
+  // posted recv) must arrive in send order per tag, whatever the interleaving.
+  gcl::spawn<inproc_transport>(3, [](auto& comm) {
+    auto& t = comm.transport();
+    int const me = t.rank();
+    if (me != 0) {
+      for (std::uint32_t i = 0; i < 200; ++i) {
+        auto v = pattern(i % 17 + static_cast<std::size_t>(me), i);
+        t.send(0, gcl::tag{i % 3}, bytes(v));
+        if (i % 50 == 0) std::this_thread::yield();
+      }
+    } else {
+      for (std::uint32_t tg : {2u, 0u, 1u})
+        for (int src : {2, 1})
+          for (std::uint32_t i = tg; i < 200; i += 3) {
+            std::vector<std::uint32_t> v(i % 17 + static_cast<std::size_t>(src));
+            t.recv(src, gcl::tag{tg}, wbytes(v));
+            BOOST_TEST_REQUIRE((v == pattern(v.size(), i)));
+          }
+    }
+  });
+}
+
+BOOST_AUTO_TEST_CASE(send_to_self) {
+  gcl::spawn<inproc_transport>(2, [](auto& comm) {
+    auto& t = comm.transport();
+    auto a = pattern(1000, 1), b = pattern(3, 2);
+    t.send(t.rank(), gcl::tag{4}, bytes(a));  // eager: returns before the recv below
+    t.send(t.rank(), gcl::tag{4}, bytes(b));
+    std::vector<std::uint32_t> ra(1000), rb(3);
+    t.recv(t.rank(), gcl::tag{4}, wbytes(ra));
+    t.recv(t.rank(), gcl::tag{4}, wbytes(rb));
+    BOOST_TEST((ra == a));
+    BOOST_TEST((rb == b));
+    std::uint64_t x = 0;
+    comm.sendrecv(comm.rank(), std::uint64_t{77}, comm.rank(), x);
+    BOOST_TEST(x == 77u);
+  });
+}
+
+BOOST_AUTO_TEST_CASE(empty_messages) {
+  gcl::spawn<inproc_transport>(2, [](auto& comm) {
+    std::vector<int> none;
+    if (comm.rank() == 0) {
+      comm.send(1, none);
+      comm.send(1, 5);
+    } else {
+      comm.recv(0, none);
+      BOOST_TEST(comm.template recv<int>(0) == 5);
+    }
+  });
+}
+
+BOOST_AUTO_TEST_CASE(eager_all_send_then_all_recv_64_MiB) {
+  // Every rank sends 64 MiB to every other rank before receiving anything: eager sends cannot
+  // deadlock, however large the message.
+  constexpr std::size_t n = (64u << 20) / sizeof(std::uint32_t);
+  for (int p : {2, 3}) {
+    gcl::spawn<inproc_transport>(p, [p](auto& comm) {
+      auto mine = pattern(n, static_cast<std::uint32_t>(comm.rank()));
+      for (int d = 1; d < p; ++d) comm.send((comm.rank() + d) % p, mine);
+      std::vector<std::uint32_t> in(n);
+      for (int d = 1; d < p; ++d) {
+        int src = (comm.rank() + p - d) % p;
+        comm.recv(src, in);
+        BOOST_TEST_REQUIRE((in == pattern(n, static_cast<std::uint32_t>(src))));
+      }
+    });
+  }
+}
+
+BOOST_AUTO_TEST_CASE(timeout_names_the_peer_and_the_size) {
+  BOOST_CHECK_EXCEPTION(gcl::spawn<inproc_transport>(3,
+                                                     [](auto& comm) {
+                                                       if (comm.rank() != 1) return;
+                                                       std::vector<double> v(5);
+                                                       comm.recv(2, v, gcl::tag{9});
+                                                     },
+                                                     {.timeout = 200ms}),
+                        gcl::transport_error, [](auto const& e) {
+                          std::string w = e.what();
+                          BOOST_TEST_MESSAGE(w);
+                          return e.code() == gcl::errc::timeout && contains(w, "rank 1") &&
+                                 contains(w, "recv from rank 2") && contains(w, "40 bytes") &&
+                                 contains(w, "tag 9") && contains(w, "200 ms");
+                        });
+}
+
+BOOST_AUTO_TEST_CASE(irecv_then_test_until_done) {
+  for (bool message_first : {false, true}) {
+    gcl::spawn<inproc_transport>(2, [message_first](auto& comm) {
+      if (comm.rank() == 0) {
+        if (!message_first)
+          BOOST_TEST(comm.template recv<int>(1, gcl::tag{2}) == 1);  // wait: irecv posted
+        comm.send(1, pattern(100, 5), gcl::tag{1});
+        if (message_first) comm.send(1, 1, gcl::tag{2});
+      } else {
+        std::vector<std::uint32_t> v(100);
+        if (message_first)
+          BOOST_TEST(comm.template recv<int>(0, gcl::tag{2}) == 1);  // the data is queued
+        auto r = comm.irecv(0, v, gcl::tag{1});
+        if (!message_first) {
+          BOOST_TEST(!r.test());  // nobody has sent yet
+          comm.send(0, 1, gcl::tag{2});
+        }
+        auto deadline = std::chrono::steady_clock::now() + 20s;
+        while (!r.test()) {
+          BOOST_TEST_REQUIRE((std::chrono::steady_clock::now() < deadline),
+                             "irecv never completed");
+          std::this_thread::yield();
+        }
+        BOOST_TEST((v == pattern(100, 5)));
+        r.wait();  // a completed request may be waited on again
+      }
+    });
+  }
+}
+
+BOOST_AUTO_TEST_CASE(irecv_requests_complete_in_any_wait_order) {
+  gcl::spawn<inproc_transport>(2, [](auto& comm) {
+    if (comm.rank() == 0) {
+      for (std::uint32_t i = 0; i < 8; ++i) comm.send(1, pattern(10, i));
+    } else {
+      std::vector<std::vector<std::uint32_t>> bufs(8, std::vector<std::uint32_t>(10));
+      std::vector<typename std::remove_reference_t<decltype(comm)>::request> reqs;
+      for (auto& b : bufs) reqs.push_back(comm.irecv(0, b));
+      for (int i = 7; i >= 0; --i) reqs[i].wait();
+      for (std::uint32_t i = 0; i < 8; ++i) BOOST_TEST((bufs[i] == pattern(10, i)));
+    }
+  });
+}
+
+BOOST_AUTO_TEST_CASE(a_dropped_irecv_is_withdrawn) {
+  gcl::spawn<inproc_transport>(2, [](auto& comm) {
+    if (comm.rank() == 1) {
+      {
+        int lost = 0;
+        auto r = comm.irecv(0, lost);
+      }  // destroyed unfinished: the next message must not land in `lost`
+      comm.send(0, 0);
+      BOOST_TEST(comm.template recv<int>(0) == 123);
+    } else {
+      comm.template recv<int>(1);
+      comm.send(1, 123);
+    }
+  });
+}
+
+BOOST_AUTO_TEST_CASE(abort_releases_blocked_calls_and_fails_later_ones) {
+  inproc_transport::group g(3, {.timeout = 60s});
+  std::atomic<int> aborted{0};
+  std::vector<std::jthread> threads;
+  for (int r = 1; r < 3; ++r)
+    threads.emplace_back([&, r] {
+      auto t = g.connect(r);
+      std::vector<int> v(4);
+      try {
+        t.recv(0, gcl::tag{0}, wbytes(v));
+      } catch (gcl::transport_error const& e) {
+        if (e.code() == gcl::errc::aborted && contains(e.what(), "operator pressed stop"))
+          ++aborted;
+      }
+    });
+  std::this_thread::sleep_for(50ms);
+  g.abort("operator pressed stop");
+  g.abort("a later reason is ignored");
+  threads.clear();  // joins
+  BOOST_TEST(aborted.load() == 2);
+  auto t0 = g.connect(0);
+  int x = 1;
+  BOOST_CHECK_EXCEPTION(t0.send(1, gcl::tag{0}, std::as_bytes(std::span(&x, 1))),
+                        gcl::transport_error, [](auto const& e) {
+                          return e.code() == gcl::errc::aborted &&
+                                 contains(e.what(), "operator pressed stop") &&
+                                 !contains(e.what(), "later");
+                        });
+}
+
+BOOST_AUTO_TEST_CASE(connect_out_of_range_is_a_usage_error) {
+  inproc_transport::group g(2);
+  BOOST_CHECK_THROW(g.connect(2), gcl::usage_error);
+  BOOST_CHECK_THROW(g.connect(-1), gcl::usage_error);
+  BOOST_CHECK_THROW(inproc_transport::group(0), gcl::usage_error);
+}
+
+// A message whose call_info differs from the receiver's fails with errc::mismatch, and the
+// error names both sides, whether the message arrived first (queued) or the receive was posted
+// first (the sender finds it).
+BOOST_AUTO_TEST_CASE(mismatch_names_both_sides) {
+  auto mine = gcl::make_call_info<float>(gcl::call_kind::all_reduce, 10, -1, "sum", "ring");
+  mine.sequence = 3;
+  auto theirs = gcl::make_call_info<float>(gcl::call_kind::broadcast, 10, 1, "", "tree");
+  theirs.sequence = 3;
+  for (bool message_first : {true, false}) {
+    std::string what;
+    try {
+      gcl::spawn<inproc_transport>(2, [&](auto& comm) {
+        auto& t = comm.transport();
+        std::vector<float> v(10);
+        int go = 0;
+        if (t.rank() == 0) {
+          if (!message_first) t.recv(1, gcl::tag{7}, wbytes(std::span(&go, 1)));
+          t.set_call(theirs);
+          t.send(1, gcl::detail::collective_tag, bytes(v));
+          t.set_call({});
+          if (message_first) t.send(1, gcl::tag{7}, bytes(std::span(&go, 1)));
+        } else {
+          if (message_first) t.recv(0, gcl::tag{7}, wbytes(std::span(&go, 1)));
+          t.set_call(mine);
+          if (message_first) {
+            t.recv(0, gcl::detail::collective_tag, wbytes(v));
+          } else {
+            auto r = t.irecv(0, gcl::detail::collective_tag, wbytes(v));  // posted before the send
+            t.set_call({});
+            t.send(0, gcl::tag{7}, bytes(std::span(&go, 1)));
+            r.wait();
+          }
+        }
+      });
+    } catch (gcl::transport_error const& e) {
+      BOOST_TEST(e.code() == gcl::errc::mismatch);
+      what = e.what();
+    }
+    BOOST_TEST_MESSAGE(what);
+    BOOST_TEST(contains(what, "rank 1"));
+    BOOST_TEST(contains(what, "all_reduce #3 (ring, sum, 10 x float32)"));
+    BOOST_TEST(contains(what, "broadcast #3 (tree, 10 x float32, root 1)"));
+    BOOST_TEST(contains(what, "rank 0 sent 40 bytes"));
+  }
+}
+
+BOOST_AUTO_TEST_CASE(size_mismatch_names_both_sizes_either_way) {
+  for (bool message_first : {true, false}) {
+    BOOST_CHECK_EXCEPTION(gcl::spawn<inproc_transport>(2,
+                                                       [&](auto& comm) {
+                                                         if (comm.rank() == 0) {
+                                                           if (!message_first)
+                                                             std::this_thread::sleep_for(50ms);
+                                                           comm.send(1,
+                                                                     std::vector<std::int16_t>(7));
+                                                         } else {
+                                                           if (message_first)
+                                                             std::this_thread::sleep_for(50ms);
+                                                           std::vector<std::int16_t> v(9);
+                                                           comm.recv(0, v);
+                                                         }
+                                                       }),
+                          gcl::transport_error, [](auto const& e) {
+                            std::string w = e.what();
+                            return e.code() == gcl::errc::mismatch &&
+                                   contains(w, "expected 18 bytes") && contains(w, "sent 14 bytes");
+                          });
+  }
+}
