@@ -36,9 +36,11 @@ void all_gather(communicator<Transport>& comm, In const& in, Out&& out, Alg cons
                 "doc/algorithms.md lists which algorithm implements which collective");
   std::span<T const> i = detail::readable_span(in);
   std::span<T> o = detail::writable_span(std::forward<Out>(out));
-  detail::check_size(
-      comm.rank(), "all_gather", "out", o.size(), i.size() * static_cast<std::size_t>(comm.size()),
-      "world size " + std::to_string(comm.size()) + " x in.size() " + std::to_string(i.size()));
+  detail::check_size(comm.rank(), "all_gather", "out", o.size(),
+                     i.size() * static_cast<std::size_t>(comm.size()), [&] {
+                       return "world size " + std::to_string(comm.size()) + " x in.size() " +
+                              std::to_string(i.size());
+                     });
   auto scope =
       comm.begin_call(make_call_info<T>(call_kind::all_gather, i.size(), -1, "", Alg::name));
   if constexpr (all_gather_algorithm<Alg, communicator<Transport>,

@@ -38,7 +38,7 @@ void all_to_all(communicator<Transport>& comm, In const& in, Out&& out, Alg cons
   std::span<T> o = detail::writable_span(std::forward<Out>(out));
   detail::check_divisible(comm.rank(), comm.size(), "all_to_all", "in", i.size());
   detail::check_size(comm.rank(), "all_to_all", "out", o.size(), i.size(),
-                     "out.size() == in.size()");
+                     [&] { return "out.size() == in.size()"; });
   auto scope =
       comm.begin_call(make_call_info<T>(call_kind::all_to_all, i.size(), -1, "", Alg::name));
   if constexpr (all_to_all_algorithm<Alg, communicator<Transport>,

@@ -38,10 +38,11 @@ void gather(communicator<Transport>& comm, In const& in, Out&& out, int root, Al
   std::span<T const> i = detail::readable_span(in);
   std::span<T> o = detail::writable_span(std::forward<Out>(out));
   if (comm.rank() == root)
-    detail::check_size(
-        comm.rank(), "gather", "out on the root", o.size(),
-        i.size() * static_cast<std::size_t>(comm.size()),
-        "world size " + std::to_string(comm.size()) + " x in.size() " + std::to_string(i.size()));
+    detail::check_size(comm.rank(), "gather", "out on the root", o.size(),
+                       i.size() * static_cast<std::size_t>(comm.size()), [&] {
+                         return "world size " + std::to_string(comm.size()) + " x in.size() " +
+                                std::to_string(i.size());
+                       });
   auto scope = comm.begin_call(make_call_info<T>(call_kind::gather, i.size(), root, "", Alg::name));
   if constexpr (gather_algorithm<Alg, communicator<Transport>,
                                  T>)  // no second error after the static_assert

@@ -51,9 +51,10 @@ void reduce_scatter(communicator<Transport>& comm, In const& in, Out&& out, Op c
   std::span<T const> i = detail::readable_span(in);
   std::span<T> o = detail::writable_span(std::forward<Out>(out));
   detail::check_size(comm.rank(), "reduce_scatter", "out", o.size(),
-                     reduce_scatter_size(i.size(), comm.rank(), comm.size()),
-                     "this rank's chunk of in.size() = " + std::to_string(i.size()) + " over " +
-                         std::to_string(comm.size()) + " ranks");
+                     reduce_scatter_size(i.size(), comm.rank(), comm.size()), [&] {
+                       return "this rank's chunk of in.size() = " + std::to_string(i.size()) +
+                              " over " + std::to_string(comm.size()) + " ranks";
+                     });
   auto scope = comm.begin_call(
       make_call_info<T>(call_kind::reduce_scatter, i.size(), -1, op_name<Op>(), Alg::name));
   if constexpr (reduce_scatter_algorithm<Alg, communicator<Transport>, T,

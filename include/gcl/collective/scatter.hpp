@@ -39,10 +39,11 @@ void scatter(communicator<Transport>& comm, In const& in, Out&& out, int root,
   std::span<T const> i = detail::readable_span(in);
   std::span<T> o = detail::writable_span(std::forward<Out>(out));
   if (comm.rank() == root)
-    detail::check_size(
-        comm.rank(), "scatter", "in on the root", i.size(),
-        o.size() * static_cast<std::size_t>(comm.size()),
-        "world size " + std::to_string(comm.size()) + " x out.size() " + std::to_string(o.size()));
+    detail::check_size(comm.rank(), "scatter", "in on the root", i.size(),
+                       o.size() * static_cast<std::size_t>(comm.size()), [&] {
+                         return "world size " + std::to_string(comm.size()) + " x out.size() " +
+                                std::to_string(o.size());
+                       });
   auto scope =
       comm.begin_call(make_call_info<T>(call_kind::scatter, o.size(), root, "", Alg::name));
   if constexpr (scatter_algorithm<Alg, communicator<Transport>,

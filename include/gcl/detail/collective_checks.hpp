@@ -38,13 +38,15 @@ inline void check_root(int rank, int size, int root, std::string_view collective
                       std::to_string(size - 1) + ")");
 }
 
-/// `what` must have `expected` elements.
-inline void check_size(int rank, std::string_view collective, std::string_view what,
-                       std::size_t got, std::size_t expected, std::string_view why) {
+/// `what` must have `expected` elements. `why()` explains `expected`; it is only called (and
+/// its string only built) on failure, so a warm collective allocates nothing here.
+template <class Why>
+void check_size(int rank, std::string_view collective, std::string_view what, std::size_t got,
+                std::size_t expected, Why const& why) {
   if (got != expected)
     throw usage_error(rank_prefix(rank, collective) + std::string(what) + " has " +
                       std::to_string(got) + " elements, but " + std::to_string(expected) +
-                      " are required (" + std::string(why) + ")");
+                      " are required (" + std::string(why()) + ")");
 }
 
 /// `what` must have a multiple of the world size of elements.
