@@ -18,7 +18,20 @@
 
 #include "trainer.hpp"
 
+#ifdef LENET5_HAS_TCP
+#include <gcl/transport/tcp.hpp>
+#endif
+
 namespace {
+
+// True when a launcher (tools/gcl-launch, torchrun-style, mpirun, srun) started this process as
+// one rank of a job: then --transport tcp forms the job from the environment.
+bool under_launcher() {
+  for (char const* v : {"GCL_WORLD_SIZE", "WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE",
+                        "SLURM_NTASKS"})
+    if (std::getenv(v)) return true;
+  return false;
+}
 
 void summary(lenet5::train_config const& cfg, int world, lenet5::train_result const& r) {
   if (r.k_star >= 0)
@@ -114,14 +127,40 @@ int main(int argc, char** argv) {
       summary(cfg, world, results[0]);
       return results[0].k_star >= 0 || cfg.target_accuracy == 0 ? 0 : 1;
     }
-#ifdef LENET5_HAS_LAUNCH
-    return gcl_example::launch_tcp(argc, argv, [&](auto& comm) {
-      auto r = lenet5::train(comm, data, cfg);
-      if (comm.rank() == 0) summary(cfg, comm.size(), r);
-      return r.k_star >= 0 || cfg.target_accuracy == 0 ? 0 : 1;
-    });
+#ifdef LENET5_HAS_TCP
+    if (!under_launcher()) {
+      // No launcher: N ranks as threads of this process, talking over loopback TCP.
+      std::printf("train_lenet5: %d rank%s (threads over loopback tcp), all_reduce %s, sync %s\n",
+                  world, world == 1 ? "" : "s", cfg.algorithm.c_str(), cfg.sync.c_str());
+      auto results = gcl::spawn<gcl::tcp_transport>(
+          world, [&](auto& comm) { return lenet5::train(comm, data, cfg); },
+          {.timeout = std::chrono::seconds{timeout_s}});
+      for (int r = 1; r < world; ++r)
+        if (results[r].parameters != results[0].parameters) {
+          std::fprintf(stderr, "train_lenet5: final parameters of rank %d differ from rank 0\n", r);
+          return 2;
+        }
+      summary(cfg, world, results[0]);
+      return results[0].k_star >= 0 || cfg.target_accuracy == 0 ? 0 : 1;
+    }
+    auto opts = gcl::tcp_options::from_env();
+    if (app.count("--world-size") && opts.size != world)
+      throw std::invalid_argument("--world-size " + std::to_string(world) +
+                                  " but the launcher started " + std::to_string(opts.size) +
+                                  " ranks");
+    if (!std::getenv("GCL_TIMEOUT")) opts.timeout = std::chrono::seconds{timeout_s};
+    gcl::communicator comm(gcl::tcp_transport(std::move(opts)));
+    if (comm.rank() == 0)
+      std::printf("train_lenet5: rank 0 of %d (processes over tcp), all_reduce %s, sync %s, "
+                  "optimizer %s, lr %g, batch %d per rank\n",
+                  comm.size(), cfg.algorithm.c_str(), cfg.sync.c_str(), cfg.optimizer.c_str(),
+                  double(cfg.lr), cfg.batch);
+    auto r = lenet5::train(comm, data, cfg);
+    if (comm.rank() == 0) summary(cfg, comm.size(), r);
+    return r.k_star >= 0 || cfg.target_accuracy == 0 ? 0 : 1;
 #else
-    std::fprintf(stderr, "train_lenet5: --transport tcp is not available in this build\n");
+    std::fprintf(stderr, "train_lenet5: --transport tcp needs gcl::tcp (Boost.Asio), which this "
+                         "build does not have\n");
     return 2;
 #endif
   } catch (std::exception const& e) {
