@@ -1,0 +1,78 @@
+// predict_vs_measure: the cost model's prediction beside the measured time of each all_reduce
+// algorithm, across sizes, on P threads. Feeds doc/img/predict_vs_measure.png
+// (scripts: doc/img/predict_vs_measure.sh).
+//
+//     predict_vs_measure --world-size 4 --min-bytes 64 --max-bytes 16M --repetitions 15
+//
+// The model is calibrated first (gcl::calibrate: ping-pong for alpha and beta, a local sum for
+// gamma), or given with --alpha/--beta/--gamma. Columns: bytes, then predicted and measured
+// microseconds per algorithm.
+
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <string>
+
+#include "model_check.hpp"
+
+int main(int argc, char** argv) {
+  CLI::App app{"Predicted (cost model) vs measured all_reduce time per algorithm on threads"};
+  int p = 4, reps = 15;
+  std::size_t min_bytes = 64, max_bytes = 16 << 20;
+  double alpha = 0, beta = 0, gamma = 0;
+  app.add_option("-n,--world-size", p, "ranks (threads)")->check(CLI::Range(1, 64));
+  app.add_option("--min-bytes", min_bytes, "smallest message, bytes (float32)");
+  app.add_option("--max-bytes", max_bytes, "largest message, bytes");
+  app.add_option("-r,--repetitions", reps, "timed calls per size and algorithm (median)");
+  app.add_option("--alpha", alpha, "seconds per message (0: calibrate)");
+  app.add_option("--beta", beta, "seconds per byte (0: calibrate)");
+  app.add_option("--gamma", gamma, "seconds per reduced byte (0: calibrate)");
+  CLI11_PARSE(app, argc, argv);
+
+  gcl::cost_model m = model_check::calibrate_threads(p);
+  if (alpha > 0) m.alpha = alpha;
+  if (beta > 0) m.beta = beta;
+  if (gamma > 0) m.gamma = gamma;
+  std::vector<std::size_t> counts;
+  for (std::size_t b = std::max<std::size_t>(min_bytes, 4); b <= max_bytes; b *= 4)
+    counts.push_back(b / 4);
+
+  auto algs = std::tuple{gcl::tree{},
+                         gcl::ring{},
+                         gcl::recursive_doubling{},
+                         gcl::halving_doubling{},
+                         gcl::direct{},
+                         gcl::parameter_server{}};
+  char const* names[] = {
+      "tree", "ring", "recursive_doubling", "halving_doubling", "direct", "parameter_server"};
+  auto measured = model_check::time_all_reduce(p, counts, reps, algs);
+
+  std::printf(
+      "# all_reduce float32 sum on P = %d threads; model alpha = %.3g s, beta = %.3g s/B "
+      "(%.2f GB/s), gamma = %.3g s/B; median of %d\n",
+      p, m.alpha, m.beta, 1e-9 / m.beta, m.gamma, reps);
+  std::printf("# %-10s", "bytes");
+  for (auto const* n : names)
+    std::printf(" %14s %14s", (std::string(n) + ".pred").c_str(),
+                (std::string(n) + ".meas").c_str());
+  std::printf("\n");
+  for (std::size_t s = 0; s < counts.size(); ++s) {
+    std::size_t const bytes = counts[s] * 4;
+    std::printf("%12zu", bytes);
+    std::size_t a = 0;
+    std::apply(
+        [&](auto const&... alg) {
+          ((std::printf(" %14.2f %14.2f", m.predict(alg, p, bytes, 4) * 1e6, measured[a][s] * 1e6),
+            ++a),
+           ...);
+        },
+        algs);
+    std::printf("\n");
+  }
+  // The homework's crossover (seed 004, Task 2, Step 3): tree = ring at
+  // D* = t b (N - 1 - log2 N) / (log2 N - (N - 1) / N) with t = alpha, 1/b = beta (no gamma).
+  double const lg = std::log2(static_cast<double>(p));
+  if (p > 2)
+    std::printf("# homework crossover D* (alpha-beta only) = %.0f bytes; with gamma: see doc\n",
+                m.alpha / m.beta * (p - 1 - lg) / (lg - (p - 1.0) / p));
+}
