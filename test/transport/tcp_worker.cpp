@@ -4,6 +4,7 @@
 //   tcp_worker loop N [count]   N all_reduce (ring, sum) of `count` floats, each checked; writes
 //                               $GCL_WORKER_DIR/<rank>.pid after the first (for kill tests)
 //   tcp_worker algorithms       all_reduce with every algorithm and several sizes, checked exactly
+//   tcp_worker pingpong         send/recv ping-pong between ranks 0 and 1: one-way us, GB/s
 //   tcp_worker bench [reps]     tree vs ring all_reduce time per size, beside the cost model
 //                               calibrated on this very link (rank 0 prints a table)
 //
@@ -108,6 +109,36 @@ double time_all_reduce(comm_t& comm, Alg const& alg, std::size_t n, int reps) {
   return t[t.size() / 2];
 }
 
+// Point-to-point between ranks 0 and 1 (others idle): one-way time and bandwidth per size.
+int pingpong(comm_t& comm) {
+  if (comm.rank() == 0) std::printf("%12s %10s %10s\n", "bytes", "one-way_us", "GB/s");
+  for (std::size_t bytes = 8; bytes <= (std::size_t{256} << 20); bytes *= 16) {
+    std::vector<std::byte> buf(bytes);
+    int reps = bytes >= (std::size_t{16} << 20) ? 5 : bytes >= (1 << 20) ? 30 : 1000;
+    std::vector<double> t;
+    for (int i = 0; i <= reps; ++i) {
+      auto start = std::chrono::steady_clock::now();
+      if (comm.rank() == 0) {
+        comm.send(1, buf);
+        comm.recv(1, buf);
+      } else if (comm.rank() == 1) {
+        comm.recv(0, buf);
+        comm.send(0, buf);
+      }
+      if (i > 0)
+        t.push_back(
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / 2);
+    }
+    std::sort(t.begin(), t.end());
+    double one_way = t[t.size() / 2];
+    if (comm.rank() == 0)
+      std::printf("%12zu %10.1f %10.3f\n", bytes, one_way * 1e6,
+                  static_cast<double>(bytes) / one_way / 1e9);
+    std::fflush(stdout);
+  }
+  return 0;
+}
+
 int bench(comm_t& comm, int reps) {
   auto model = gcl::calibrate(comm);
   int p = comm.size();
@@ -147,7 +178,9 @@ int main(int argc, char** argv) {
                   argc > 3 ? std::strtoull(argv[3], nullptr, 10) : 1000);
     if (mode == "algorithms") return algorithms(comm);
     if (mode == "bench") return bench(comm, argc > 2 ? std::atoi(argv[2]) : 20);
-    std::fprintf(stderr, "usage: %s loop N [count] | algorithms | bench [reps]\n", argv[0]);
+    if (mode == "pingpong") return pingpong(comm);
+    std::fprintf(stderr, "usage: %s loop N [count] | algorithms | pingpong | bench [reps]\n",
+                 argv[0]);
     return 2;
   } catch (std::exception const& e) {
     std::fprintf(stderr, "rank %d: %s\n", rank, e.what());

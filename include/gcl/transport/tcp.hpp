@@ -58,6 +58,24 @@ struct tcp_write {
   boost::system::error_code ec;
 };
 
+// A receive waiting on the receiver's stack for the I/O thread to fill it directly.
+struct tcp_posted_recv {
+  enum state_t : unsigned char { idle, posted, claimed, done, failed };
+  int source;
+  std::uint32_t tg;
+  std::span<std::byte> in;
+  call_info call;
+  state_t st = idle;
+};
+
+// Asio caps each read/write of a composed operation at 64 KiB; large messages go faster with
+// the kernel taking as much as it can per system call.
+struct transfer_all_large {
+  std::size_t operator()(boost::system::error_code const& ec, std::size_t) const {
+    return ec ? 0 : std::size_t{1} << 30;
+  }
+};
+
 struct tcp_peer {
   std::optional<tcp::socket> socket;
   std::string where;  // "rank 3 at 10.0.0.3:41234"
@@ -65,7 +83,8 @@ struct tcp_peer {
   std::array<std::byte, frame_header_size> rx_header{};
   frame_header rx;
   tcp_message rx_message;
-  bool finished = false;  // said bye: its EOF is expected and nothing more will come
+  bool finished = false;   // said bye: its EOF is expected and nothing more will come
+  bool rx_direct = false;  // the payload being read goes straight into the posted receive
 };
 
 class tcp_impl {
@@ -154,44 +173,64 @@ class tcp_impl {
     if (w.ec) throw_if_unusable(lock, "send to", peer);
   }
 
+  // A receive that finds nothing queued posts itself; the I/O thread then reads a matching
+  // frame's payload straight into `in` (no intermediate buffer, no copy). Anything else
+  // (another size or call: a mismatch) is queued as usual and reported from the queue.
   void recv(int peer, tag tg, std::span<std::byte> in) {
     std::unique_lock lock(mutex_);
     auto deadline = std::chrono::steady_clock::now() + o_.timeout;
     auto k = key(peer, tg);
+    tcp_posted_recv pr{peer, static_cast<std::uint32_t>(tg), in, call_};
     for (;;) {
-      throw_if_unusable(lock, "recv from", peer);
-      auto it = inbox_.find(k);
-      if (it != inbox_.end() && !it->second.empty()) {
-        tcp_message m = std::move(it->second.front());
-        if (m.size != in.size() || !(m.call == call_)) {
-          auto what = prefix() + "expected " + std::to_string(in.size()) + " bytes for " +
-                      describe(call_) + " from " + peers_[peer].where + " (" + tag_text(tg) +
-                      "), but rank " + std::to_string(peer) + " sent " + std::to_string(m.size) +
-                      " bytes for " + describe(m.call);
-          it->second.front() = std::move(m);
-          poison(errc::mismatch, what, true);
-          throw transport_error(errc::mismatch, what);
+      if (pr.st == tcp_posted_recv::done) return;
+      if (pr.st != tcp_posted_recv::claimed) {
+        if (unusable()) {
+          unpost(lock, pr);
+          throw_if_unusable(lock, "recv from", peer);
         }
-        it->second.pop_front();
-        lock.unlock();
-        if (!in.empty()) std::memcpy(in.data(), m.data.get(), in.size());
-        lock.lock();
-        give_buffer(std::move(m));
-        return;
+        auto it = inbox_.find(k);
+        if (it != inbox_.end() && !it->second.empty()) {
+          unpost(lock, pr);
+          tcp_message m = std::move(it->second.front());
+          if (m.size != in.size() || !(m.call == call_)) {
+            auto what = prefix() + "expected " + std::to_string(in.size()) + " bytes for " +
+                        describe(call_) + " from " + peers_[peer].where + " (" + tag_text(tg) +
+                        "), but rank " + std::to_string(peer) + " sent " + std::to_string(m.size) +
+                        " bytes for " + describe(m.call);
+            it->second.front() = std::move(m);
+            poison(errc::mismatch, what, true);
+            throw transport_error(errc::mismatch, what);
+          }
+          it->second.pop_front();
+          lock.unlock();
+          if (!in.empty()) std::memcpy(in.data(), m.data.get(), in.size());
+          lock.lock();
+          give_buffer(std::move(m));
+          return;
+        }
+        if (peer != o_.rank && peers_[peer].finished) {
+          unpost(lock, pr);
+          throw transport_error(errc::peer_closed,
+                                prefix() + "recv from " + peers_[peer].where + " (" +
+                                    std::to_string(in.size()) + " bytes, " + tag_text(tg) + ", " +
+                                    describe(call_) +
+                                    "): that rank closed its transport without sending it");
+        }
+        if (peer != o_.rank && pr.st == tcp_posted_recv::idle && !in.empty()) {
+          pr.st = tcp_posted_recv::posted;
+          posted_ = &pr;
+        }
       }
-      if (peer != o_.rank && peers_[peer].finished)
-        throw transport_error(errc::peer_closed,
-                              prefix() + "recv from " + peers_[peer].where + " (" +
-                                  std::to_string(in.size()) + " bytes, " + tag_text(tg) + ", " +
-                                  describe(call_) +
-                                  "): that rank closed its transport without sending it");
       if (changed_.wait_until(lock, deadline) == std::cv_status::timeout) {
-        it = inbox_.find(k);
+        if (pr.st == tcp_posted_recv::done) return;
+        auto it = inbox_.find(k);
         if (it != inbox_.end() && !it->second.empty()) continue;
         auto what = prefix() + "recv from " + (peer == o_.rank ? "itself" : peers_[peer].where) +
                     " (" + std::to_string(in.size()) + " bytes, " + tag_text(tg) + ", " +
-                    describe(call_) + ") timed out after " + format_duration(o_.timeout);
+                    describe(call_) + ") timed out after " + format_duration(o_.timeout) +
+                    (pr.st == tcp_posted_recv::claimed ? " in the middle of the message" : "");
         poison(errc::timeout, what, true);
+        unpost(lock, pr);
         throw transport_error(errc::timeout, what);
       }
     }
@@ -216,6 +255,18 @@ class tcp_impl {
       throw transport_error(errc::aborted, prefix() + what + " rank " + std::to_string(peer) +
                                                " in " + describe(call_) +
                                                " aborted: " + abort_->why());
+  }
+
+  // Under mutex_: withdraws a posted receive. If the I/O thread is reading into it, the
+  // connection is closed (the transport is failing anyway) and we wait for the read to stop,
+  // because the buffer belongs to our caller.
+  void unpost(std::unique_lock<std::mutex>& lock, tcp_posted_recv& pr) {
+    if (pr.st == tcp_posted_recv::claimed) {
+      asio::post(io_, [this, r = pr.source] { close_peer(r); });
+      changed_.wait(lock, [&] { return pr.st != tcp_posted_recv::claimed; });
+    }
+    if (posted_ == &pr) posted_ = nullptr;
+    if (pr.st == tcp_posted_recv::posted) pr.st = tcp_posted_recv::idle;
   }
 
   // Under mutex_. The first failure wins; later ones are usually its consequences. `tell`:
@@ -299,35 +350,37 @@ class tcp_impl {
     tcp_write* w = p.writes.front();
     std::array<asio::const_buffer, 2> bufs{asio::buffer(w->header),
                                            asio::buffer(w->payload.data(), w->payload.size())};
-    asio::async_write(*p.socket, bufs, [this, r](boost::system::error_code ec, std::size_t) {
-      auto& p = peers_[r];
-      tcp_write* w = p.writes.front();
-      p.writes.pop_front();
-      if (!ec && w->shutdown_after) p.socket->shutdown(tcp::socket::shutdown_send, ec);
-      if (ec && !closing_) {
-        std::lock_guard lock(mutex_);
-        poison(errc::peer_closed,
-               prefix() + "send to " + p.where + " failed: " + ec.message() +
-                   " (did that rank exit or get killed?)",
-               false);
-      }
-      if (w->owned) {
-        std::lock_guard lock(mutex_);
-        --owned_writes_;
-        changed_.notify_all();
-      }
-      complete(w, ec);
-      if (!p.writes.empty()) {
-        if (p.socket->is_open())
-          start_write(r);
-        else
-          while (!p.writes.empty()) {
-            auto* next = p.writes.front();
-            p.writes.pop_front();
-            complete(next, asio::error::not_connected);
-          }
-      }
-    });
+    asio::async_write(*p.socket, bufs, transfer_all_large{},
+                      [this, r](boost::system::error_code ec, std::size_t) {
+                        auto& p = peers_[r];
+                        tcp_write* w = p.writes.front();
+                        p.writes.pop_front();
+                        if (!ec && w->shutdown_after)
+                          p.socket->shutdown(tcp::socket::shutdown_send, ec);
+                        if (ec && !closing_) {
+                          std::lock_guard lock(mutex_);
+                          poison(errc::peer_closed,
+                                 prefix() + "send to " + p.where + " failed: " + ec.message() +
+                                     " (did that rank exit or get killed?)",
+                                 false);
+                        }
+                        if (w->owned) {
+                          std::lock_guard lock(mutex_);
+                          --owned_writes_;
+                          changed_.notify_all();
+                        }
+                        complete(w, ec);
+                        if (!p.writes.empty()) {
+                          if (p.socket->is_open())
+                            start_write(r);
+                          else
+                            while (!p.writes.empty()) {
+                              auto* next = p.writes.front();
+                              p.writes.pop_front();
+                              complete(next, asio::error::not_connected);
+                            }
+                        }
+                      });
   }
 
   void complete(tcp_write* w, boost::system::error_code ec) {
@@ -367,18 +420,44 @@ class tcp_impl {
       changed_.notify_all();
       return read_header(r);  // until EOF
     }
+    std::byte* into;
     {
       std::lock_guard lock(mutex_);
-      p.rx_message = take_buffer(p.rx.length);
-      p.rx_message.call = p.rx.call;
+      auto* pr = posted_;
+      p.rx_direct = p.rx.type == frame_type::data && pr != nullptr &&
+                    pr->st == tcp_posted_recv::posted && pr->source == r && pr->tg == p.rx.tag &&
+                    pr->in.size() == p.rx.length && pr->call == p.rx.call;
+      if (p.rx_direct) {
+        auto it = inbox_.find(key(r, tag{p.rx.tag}));
+        p.rx_direct = it == inbox_.end() || it->second.empty();  // FIFO: never overtake
+      }
+      if (p.rx_direct) {
+        pr->st = tcp_posted_recv::claimed;
+        into = pr->in.data();
+      } else {
+        p.rx_message = take_buffer(p.rx.length);
+        p.rx_message.call = p.rx.call;
+        into = p.rx_message.data.get();
+      }
     }
     if (p.rx.length == 0) return on_payload(r, {});
-    asio::async_read(*p.socket, asio::buffer(p.rx_message.data.get(), p.rx.length),
+    asio::async_read(*p.socket, asio::buffer(into, p.rx.length), transfer_all_large{},
                      [this, r](boost::system::error_code ec, std::size_t) { on_payload(r, ec); });
   }
 
   void on_payload(int r, boost::system::error_code ec) {
     auto& p = peers_[r];
+    if (p.rx_direct) {
+      p.rx_direct = false;
+      {
+        std::lock_guard lock(mutex_);
+        posted_->st = ec ? tcp_posted_recv::failed : tcp_posted_recv::done;
+        posted_ = nullptr;
+        changed_.notify_all();
+      }
+      if (ec) return on_read_error(r, ec);
+      return read_header(r);
+    }
     if (ec) return on_read_error(r, ec);
     std::lock_guard lock(mutex_);
     if (p.rx.type == frame_type::abort) {
@@ -483,6 +562,7 @@ class tcp_impl {
   std::condition_variable changed_;
   std::unordered_map<std::uint64_t, std::deque<tcp_message>> inbox_;
   std::vector<tcp_message> pool_;
+  tcp_posted_recv* posted_ = nullptr;  // at most one: recv blocks its only caller
   int owned_writes_ = 0;
   bool poisoned_ = false, closing_ = false;
   errc poison_code_{};
