@@ -27,8 +27,8 @@ namespace {
 // True when a launcher (tools/gcl-launch, torchrun-style, mpirun, srun) started this process as
 // one rank of a job: then --transport tcp forms the job from the environment.
 bool under_launcher() {
-  for (char const* v : {"GCL_WORLD_SIZE", "WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE",
-                        "SLURM_NTASKS"})
+  for (char const* v :
+       {"GCL_WORLD_SIZE", "WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS"})
     if (std::getenv(v)) return true;
   return false;
 }
@@ -48,15 +48,20 @@ void summary(lenet5::train_config const& cfg, int world, lenet5::train_result co
                   return b;
                 }());
   std::printf(
-      "throughput %.0f images/s (%d x batch %d), %.1f%% of step time in all_reduce "
-      "(rank 0)\n",
-      r.images_per_second, world, cfg.batch, 100 * r.comm_share);
+      "throughput %.0f images/s (%d x batch %d); rank 0 step time: compute %.2f s, "
+      "all_reduce %.2f s%s",
+      r.images_per_second, world, cfg.batch, r.compute_seconds, r.comm_seconds,
+      cfg.split_wait ? "" : " (including waiting for the slowest rank)");
+  if (cfg.split_wait) std::printf(", waiting for the slowest rank %.2f s", r.wait_seconds);
+  std::printf(": %.1f%% communication\n", 100 * r.comm_share);
   double acc = r.evaluations.empty() ? 0 : r.evaluations.back().accuracy;
   std::printf(
       "RESULT world_size=%d k_star=%ld seconds=%.3f train_seconds=%.3f iterations=%ld "
-      "images_per_second=%.1f comm_share=%.4f accuracy=%.4f\n",
+      "images_per_second=%.1f comm_share=%.4f wait_share=%.4f compute_seconds=%.3f "
+      "comm_seconds=%.3f wait_seconds=%.3f accuracy=%.4f\n",
       world, r.k_star, r.k_star >= 0 ? r.seconds_to_target : r.seconds, r.train_seconds,
-      r.iterations, r.images_per_second, r.comm_share, acc);
+      r.iterations, r.images_per_second, r.comm_share, r.wait_share, r.compute_seconds,
+      r.comm_seconds, r.wait_seconds, acc);
 }
 
 }  // namespace
@@ -98,6 +103,8 @@ int main(int argc, char** argv) {
   app.add_option("--threads", threads, "OpenBLAS threads (shared by all ranks of the process)")
       ->check(CLI::Range(1, 256));
   app.add_option("--timeout", timeout_s, "seconds any collective may wait before failing");
+  app.add_flag("--split-wait", cfg.split_wait,
+               "barrier before each all_reduce: report waiting for the slowest rank apart");
   app.add_flag("--quiet,-q", quiet, "no progress line (evaluations are still printed)");
   CLI11_PARSE(app, argc, argv);
   cfg.progress = !quiet;
@@ -151,16 +158,18 @@ int main(int argc, char** argv) {
     if (!std::getenv("GCL_TIMEOUT")) opts.timeout = std::chrono::seconds{timeout_s};
     gcl::communicator comm(gcl::tcp_transport(std::move(opts)));
     if (comm.rank() == 0)
-      std::printf("train_lenet5: rank 0 of %d (processes over tcp), all_reduce %s, sync %s, "
-                  "optimizer %s, lr %g, batch %d per rank\n",
-                  comm.size(), cfg.algorithm.c_str(), cfg.sync.c_str(), cfg.optimizer.c_str(),
-                  double(cfg.lr), cfg.batch);
+      std::printf(
+          "train_lenet5: rank 0 of %d (processes over tcp), all_reduce %s, sync %s, "
+          "optimizer %s, lr %g, batch %d per rank\n",
+          comm.size(), cfg.algorithm.c_str(), cfg.sync.c_str(), cfg.optimizer.c_str(),
+          double(cfg.lr), cfg.batch);
     auto r = lenet5::train(comm, data, cfg);
     if (comm.rank() == 0) summary(cfg, comm.size(), r);
     return r.k_star >= 0 || cfg.target_accuracy == 0 ? 0 : 1;
 #else
-    std::fprintf(stderr, "train_lenet5: --transport tcp needs gcl::tcp (Boost.Asio), which this "
-                         "build does not have\n");
+    std::fprintf(stderr,
+                 "train_lenet5: --transport tcp needs gcl::tcp (Boost.Asio), which this "
+                 "build does not have\n");
     return 2;
 #endif
   } catch (std::exception const& e) {

@@ -53,6 +53,9 @@ struct train_config {
   bool verbose = true;            ///< rank 0 prints evaluations (and progress, if `progress`)
   bool progress = true;           ///< rank 0 prints a progress line
   double progress_seconds = 1.0;  ///< how often the progress line refreshes
+  /// Put a barrier before each all_reduce, so that the time spent waiting for the slowest rank
+  /// (load imbalance, time-sharing of cores) is measured apart from the all_reduce itself.
+  bool split_wait = false;
 };
 
 /// One evaluation: after `iteration` steps, the accuracy on the test images.
@@ -68,7 +71,9 @@ struct train_result {
   long iterations = 0;
   double seconds = 0, train_seconds = 0;
   double images_per_second = 0;  ///< all ranks' training images / training seconds
-  double comm_share = 0;         ///< this rank's share of step time spent in all_reduce
+  double comm_share = 0;         ///< this rank's share of step time in all_reduce (and barrier)
+  double wait_share = 0;         ///< with split_wait: the share spent in the barrier before it
+  double compute_seconds = 0, comm_seconds = 0, wait_seconds = 0;  ///< this rank's totals
   std::vector<evaluation> evaluations;
   std::vector<float> parameters;  ///< the final parameters of this rank
 };
@@ -160,7 +165,7 @@ train_result train(Comm& comm, mnist const& data, train_config const& cfg) {
   }
 
   train_result res;
-  double compute_s = 0, comm_s = 0, eval_s = 0, loss_acc = 0;
+  double compute_s = 0, comm_s = 0, wait_s = 0, eval_s = 0, loss_acc = 0;
   long loss_n = 0;
   bool const tty = isatty(1);
   {
@@ -234,8 +239,15 @@ train_result train(Comm& comm, mnist const& data, train_config const& cfg) {
     float const loss = net.forward_backward(x.data(), y.data(), cfg.batch);
     auto const step = [&] { std::visit([&](auto& o) { o.step(params, grads); }, opt); };
     auto const b = clock::now();
+    auto const wait = [&] {
+      if (!cfg.split_wait) return;
+      auto const w = clock::now();
+      gcl::barrier(comm);
+      wait_s += std::chrono::duration<double>(clock::now() - w).count();
+    };
     if (cfg.sync == "params") {
       step();
+      wait();
       auto const c = clock::now();
       reduce.sum(params);  // Algorithm 1, line 5
       auto const d = clock::now();
@@ -244,11 +256,13 @@ train_result train(Comm& comm, mnist const& data, train_config const& cfg) {
       compute_s += std::chrono::duration<double>(c - a).count() +
                    std::chrono::duration<double>(clock::now() - d).count();
     } else {
+      wait();
+      auto const b2 = clock::now();
       reduce.sum(grads);
       auto const c = clock::now();
       for (auto& g : grads) g /= float(world);
       step();
-      comm_s += std::chrono::duration<double>(c - b).count();
+      comm_s += std::chrono::duration<double>(c - b2).count();
       compute_s += std::chrono::duration<double>(b - a).count() +
                    std::chrono::duration<double>(clock::now() - c).count();
     }
@@ -282,7 +296,10 @@ train_result train(Comm& comm, mnist const& data, train_config const& cfg) {
   res.seconds = std::chrono::duration<double>(clock::now() - start).count();
   res.train_seconds = res.seconds - eval_s;
   res.images_per_second = double(k) * cfg.batch * world / res.train_seconds;
-  res.comm_share = comm_s / std::max(1e-12, comm_s + compute_s);
+  double const step_s = std::max(1e-12, comm_s + wait_s + compute_s);
+  res.comm_share = (comm_s + wait_s) / step_s;
+  res.wait_share = wait_s / step_s;
+  res.compute_seconds = compute_s, res.comm_seconds = comm_s, res.wait_seconds = wait_s;
   res.parameters = params;
   return res;
 }
