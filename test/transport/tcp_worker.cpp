@@ -5,7 +5,7 @@
 //                               $GCL_WORKER_DIR/<rank>.pid after the first (for kill tests)
 //   tcp_worker algorithms       all_reduce with every algorithm and several sizes, checked exactly
 //   tcp_worker pingpong         send/recv ping-pong between ranks 0 and 1: one-way us, GB/s
-//   tcp_worker bench [reps]     tree vs ring all_reduce time per size, beside the cost model
+//   tcp_worker bench [reps] [max_bytes]  tree vs ring all_reduce time per size, beside the cost model
 //                               calibrated on this very link (rank 0 prints a table)
 //
 // Any gcl error is printed on stderr as "rank R: what" and the exit code is 1.
@@ -139,7 +139,7 @@ int pingpong(comm_t& comm) {
   return 0;
 }
 
-int bench(comm_t& comm, int reps) {
+int bench(comm_t& comm, int reps, std::size_t max_bytes) {
   auto model = gcl::calibrate(comm);
   int p = comm.size();
   if (comm.rank() == 0) {
@@ -150,7 +150,7 @@ int bench(comm_t& comm, int reps) {
     std::printf("%12s %12s %12s %12s %12s %8s %8s\n", "bytes", "tree_ms", "tree_model", "ring_ms",
                 "ring_model", "faster", "model");
   }
-  for (std::size_t bytes = 4; bytes <= (std::size_t{16} << 20); bytes *= 8) {
+  for (std::size_t bytes = 4; bytes <= max_bytes; bytes *= 8) {
     std::size_t n = bytes / sizeof(float);
     int r = bytes >= (std::size_t{1} << 20) ? std::max(3, reps / 4) : reps;
     double tree = time_all_reduce(comm, gcl::tree{}, n, r);
@@ -177,9 +177,11 @@ int main(int argc, char** argv) {
       return loop(comm, argc > 2 ? std::atol(argv[2]) : 1000,
                   argc > 3 ? std::strtoull(argv[3], nullptr, 10) : 1000);
     if (mode == "algorithms") return algorithms(comm);
-    if (mode == "bench") return bench(comm, argc > 2 ? std::atoi(argv[2]) : 20);
+    if (mode == "bench")
+      return bench(comm, argc > 2 ? std::atoi(argv[2]) : 20,
+                   argc > 3 ? std::strtoull(argv[3], nullptr, 10) : std::size_t{16} << 20);
     if (mode == "pingpong") return pingpong(comm);
-    std::fprintf(stderr, "usage: %s loop N [count] | algorithms | pingpong | bench [reps]\n",
+    std::fprintf(stderr, "usage: %s loop N [count] | algorithms | pingpong | bench [reps] [max_bytes]\n",
                  argv[0]);
     return 2;
   } catch (std::exception const& e) {
