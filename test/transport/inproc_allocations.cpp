@@ -4,10 +4,14 @@
 #define BOOST_TEST_MODULE transport_inproc_allocations
 #include <boost/test/unit_test.hpp>
 
+#include <gcl/algorithm/ring.hpp>
+#include <gcl/algorithm/tree.hpp>
+#include <gcl/collective/all_reduce.hpp>
 #include <gcl/communicator.hpp>
 #include <gcl/spawn.hpp>
 #include <gcl/transport/inproc.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <barrier>
 #include <cstdint>
@@ -199,4 +203,30 @@ BOOST_AUTO_TEST_CASE(scratch_is_reused) {
     s[0] = 1.0f;
   });
   BOOST_TEST(count == 0);
+}
+
+// The collectives on top: a warm all_reduce (tree or ring) allocates nothing either, because
+// algorithms take their temporaries from comm.scratch and the transport from its pool.
+BOOST_AUTO_TEST_CASE(all_reduce_tree_and_ring_when_warm) {
+  for (int p : {1, 2, 3, 4, 5, 7, 8}) {
+    for (std::size_t n :
+         {std::size_t{0}, std::size_t{1}, static_cast<std::size_t>(p) + 1, large + 3}) {
+      std::vector<std::vector<float>> data(p, std::vector<float>(n));
+      auto reduce_with = [&](auto algorithm) {
+        return allocations_when_warm(p, n * sizeof(float), [&](auto& comm, int i) {
+          auto& v = data[comm.rank()];
+          std::fill(v.begin(), v.end(), static_cast<float>(comm.rank() + i % 3));
+          gcl::all_reduce(comm, v, gcl::sum{}, algorithm);
+          float expected = static_cast<float>(p * (p - 1) / 2 + p * (i % 3));
+          if (n && (v.front() != expected || v.back() != expected))
+            throw std::runtime_error("wrong sum");
+        });
+      };
+      long tree = reduce_with(gcl::tree{}), ring = reduce_with(gcl::ring{});
+      BOOST_TEST(tree == 0,
+                 "tree P=" << p << " n=" << n << ": " << tree << " allocations when warm");
+      BOOST_TEST(ring == 0,
+                 "ring P=" << p << " n=" << n << ": " << ring << " allocations when warm");
+    }
+  }
 }
