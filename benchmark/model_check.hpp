@@ -77,15 +77,17 @@ std::vector<std::vector<double>> time_all_reduce(int p, std::vector<std::size_t>
 
 /// The model every rank agrees on, measured on `p` threads (median of `runs` calibrations).
 inline gcl::cost_model calibrate_threads(int p, int runs = 5) {
-  std::vector<double> al, be, ga;
+  std::vector<double> al, be, ga, la, pa;
   for (int i = 0; i < runs; ++i) {
     auto m =
         gcl::spawn<gcl::inproc_transport>(p, [](auto& comm) { return gcl::calibrate(comm); })[0];
     al.push_back(m.alpha);
     be.push_back(m.beta);
     ga.push_back(m.gamma);
+    la.push_back(m.latency);
+    pa.push_back(m.parallelism);
   }
-  return {median(al), median(be), median(ga)};
+  return {median(al), median(be), median(ga), median(la), median(pa)};
 }
 
 }  // namespace model_check

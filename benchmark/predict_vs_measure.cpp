@@ -49,8 +49,8 @@ int main(int argc, char** argv) {
 
   std::printf(
       "# all_reduce float32 sum on P = %d threads; model alpha = %.3g s, beta = %.3g s/B "
-      "(%.2f GB/s), gamma = %.3g s/B; median of %d\n",
-      p, m.alpha, m.beta, 1e-9 / m.beta, m.gamma, reps);
+      "(%.2f GB/s), gamma = %.3g s/B, latency = %.3g s, parallelism = %.2f; median of %d\n",
+      p, m.alpha, m.beta, 1e-9 / m.beta, m.gamma, m.latency, m.parallelism, reps);
   std::printf("# %-10s", "bytes");
   for (auto const* n : names)
     std::printf(" %14s %14s", (std::string(n) + ".pred").c_str(),

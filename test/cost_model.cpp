@@ -48,6 +48,25 @@ BOOST_AUTO_TEST_CASE(predictions_equal_the_closed_forms) {
   BOOST_TEST(m.predict(gcl::tree{}, 1, 1000) == 0.0);
 }
 
+BOOST_AUTO_TEST_CASE(latency_per_round_and_brents_bound) {
+  // latency: once per round. Tree on 8 ranks: 6 rounds of one message.
+  gcl::cost_model const l{.alpha = 1e-6, .beta = 0, .gamma = 0, .latency = 1e-5};
+  BOOST_TEST(l.predict(gcl::tree{}, 8, 0) == 6 * (1e-5 + 1e-6), tt::tolerance(1e-12));
+  // direct: one round in which each rank handles 7 messages.
+  BOOST_TEST(l.predict(gcl::direct{}, 8, 0) == 1e-5 + 7 * 1e-6, tt::tolerance(1e-12));
+  // parallelism 1: every rank's work is serialised, so the ring's 4 ranks take 4x its span;
+  // the tree's reduce levels have 2 and 1 senders, its broadcast levels 1 and 2.
+  gcl::cost_model const w{.alpha = 0, .beta = 1e-9, .gamma = 1e-9, .parallelism = 1};
+  double const n = 4096;
+  double const ring_span = 6 * (n / 4) * 1e-9 + 3 * (n / 4) * 1e-9;
+  BOOST_TEST(w.predict(gcl::ring{}, 4, 4096) == 4 * ring_span, tt::tolerance(1e-12));
+  double const tree_work = (2 + 1) * (2 * n * 1e-9) + (1 + 2) * (n * 1e-9);
+  BOOST_TEST(w.predict(gcl::tree{}, 4, 4096) == tree_work, tt::tolerance(1e-12));
+  // parallelism >= P: the span alone.
+  gcl::cost_model const wide{.alpha = 0, .beta = 1e-9, .gamma = 1e-9, .parallelism = 4};
+  BOOST_TEST(wide.predict(gcl::ring{}, 4, 4096) == ring_span, tt::tolerance(1e-12));
+}
+
 BOOST_AUTO_TEST_CASE(homework_crossover_tree_vs_ring) {
   // Seed 004, Step 3: tree 2 log2 N (t + D/b), ring 2 (N-1)(t + D/(N b)); without reduction
   // cost, they are equal at D* = t b (N - 1 - log2 N) / (log2 N - (N - 1)/N).
@@ -133,13 +152,15 @@ BOOST_AUTO_TEST_CASE(automatic_runs_the_choice_and_every_rank_agrees) {
 BOOST_AUTO_TEST_CASE(calibrate_gives_every_rank_the_same_positive_model) {
   for (int p : {1, 2, 3, 4}) {
     auto models = gcl::spawn<gcl::inproc_transport>(p, [](auto& comm) {
-      return gcl::calibrate(comm, {.large_bytes = 1 << 16, .repetitions = 5});
+      return gcl::calibrate(comm, {.large_bytes = 1 << 16, .repetitions = 3});
     });
     for (auto const& m : models) {
       BOOST_TEST((m == models[0]));
       BOOST_TEST(m.alpha > 0.0);
       BOOST_TEST(m.beta > 0.0);
       BOOST_TEST(m.gamma > 0.0);
+      BOOST_TEST(m.latency >= 0.0);
+      if (p > 1) BOOST_TEST((m.parallelism >= 1.0 && m.parallelism <= p));
     }
   }
 }

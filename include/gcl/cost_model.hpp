@@ -32,13 +32,16 @@
 namespace gcl {
 
 /// One round of an algorithm's critical path: the busiest rank handles `messages` messages of
-/// at most `bytes` bytes one after another, and reduces `reduced_bytes` bytes.
+/// at most `bytes` bytes one after another, and reduces `reduced_bytes` bytes, while
+/// `concurrent` ranks do the same kind of work at the same time (what matters where ranks
+/// share cores and memory, as threads do: see `cost_model::parallelism`).
 ///
-///     gcl::cost_step s{.messages = 1, .bytes = 4096, .reduced_bytes = 4096};
+///     gcl::cost_step s{.messages = 1, .bytes = 4096, .reduced_bytes = 4096, .concurrent = 4};
 struct cost_step {
   std::size_t messages = 1;
   std::size_t bytes = 0;
   std::size_t reduced_bytes = 0;
+  std::size_t concurrent = 1;
 };
 
 /// An algorithm that describes its all_reduce critical path: `alg.schedule(P, count,
@@ -58,25 +61,31 @@ template <class F>
 void tree_schedule(int p, std::size_t count, std::size_t element_size, F&& step) {
   std::size_t const bytes = count * element_size;
   int const levels = binomial_steps(p);
-  for (int i = 0; i < levels; ++i) step(cost_step{1, bytes, bytes});
-  for (int i = 0; i < levels; ++i) step(cost_step{1, bytes, 0});
+  // Level i moves one message from every rel whose lowest set bit is 2^i.
+  auto senders = [p](int i) {
+    std::size_t n = 0;
+    for (int rel = 1; rel < p; ++rel) n += binomial_send_step(rel) == i + 1;
+    return n;
+  };
+  for (int i = 0; i < levels; ++i) step(cost_step{1, bytes, bytes, senders(i)});
+  for (int i = levels - 1; i >= 0; --i) step(cost_step{1, bytes, 0, senders(i)});
 }
 template <class F>
 void ring_schedule(ring const& alg, int p, std::size_t count, std::size_t element_size, F&& step) {
   if (p <= 1) return;
   std::size_t const chunk_elements = chunk_layout{count, p}.max_size();
-  std::size_t const chunk = chunk_elements * element_size;
+  std::size_t const chunk = chunk_elements * element_size, all = static_cast<std::size_t>(p);
   std::size_t const s = std::max<std::size_t>(alg.segment_bytes / element_size, 1);
   if (alg.segment_bytes == 0 || s >= chunk_elements) {
-    for (int i = 0; i < p - 1; ++i) step(cost_step{1, chunk, chunk});
-    for (int i = 0; i < p - 1; ++i) step(cost_step{1, chunk, 0});
+    for (int i = 0; i < p - 1; ++i) step(cost_step{1, chunk, chunk, all});
+    for (int i = 0; i < p - 1; ++i) step(cost_step{1, chunk, 0, all});
     return;
   }
   // Segmented: a step is ceil(chunk / s) messages of s elements back to back, and only the
   // last segment's reduction is not hidden behind the transfer of the next.
   std::size_t const segments = (chunk_elements + s - 1) / s, seg = s * element_size;
-  for (int i = 0; i < p - 1; ++i) step(cost_step{segments, seg, seg});
-  for (int i = 0; i < p - 1; ++i) step(cost_step{segments, seg, 0});
+  for (int i = 0; i < p - 1; ++i) step(cost_step{segments, seg, seg, all});
+  for (int i = 0; i < p - 1; ++i) step(cost_step{segments, seg, 0, all});
 }
 
 }  // namespace detail
@@ -106,23 +115,42 @@ void for_each_step(Alg const& alg, int p, std::size_t count, std::size_t element
 ///     gcl::cost_model m;                                  // defaults
 ///     bool ring_wins = m.predict(gcl::ring{}, 4, 1 << 20) < m.predict(gcl::tree{}, 4, 1 << 20);
 struct cost_model {
-  double alpha = 5e-6;
-  double beta = 2e-10;
-  double gamma = 2e-10;
+  double alpha = 5e-6;   ///< seconds per message
+  double beta = 2e-10;   ///< seconds per byte on the wire
+  double gamma = 2e-10;  ///< seconds per reduced byte
+  /// Seconds per round on top of the messages' own cost: the wait for a peer that must first
+  /// receive before it can send (a wake-up on threads, a network latency beyond the sender's
+  /// per-message overhead). 0 gives the classic alpha-beta model, in which alpha is both.
+  double latency = 0;
+  /// How many ranks can copy and reduce at full speed at once; 0 means all of them (ranks on
+  /// separate machines). Ranks that are threads share cores and memory bandwidth, so besides
+  /// the critical path (the span) the total work of all ranks divided by `parallelism` bounds
+  /// the time from below, and `predict` takes the larger (Brent's bound). `calibrate`
+  /// measures it.
+  double parallelism = 0;
 
-  /// Seconds for one round.
+  /// Seconds for one round on the critical path: `latency + messages (alpha + bytes beta) +
+  /// reduced gamma`.
   constexpr double time(cost_step s) const noexcept {
-    return static_cast<double>(s.messages) * (alpha + static_cast<double>(s.bytes) * beta) +
+    return latency +
+           static_cast<double>(s.messages) * (alpha + static_cast<double>(s.bytes) * beta) +
            static_cast<double>(s.reduced_bytes) * gamma;
+  }
+  /// Seconds of work of all `s.concurrent` ranks in a round (no latency: waiting is not work).
+  constexpr double work(cost_step s) const noexcept {
+    return static_cast<double>(s.concurrent) * (time(s) - latency);
   }
 
   /// Predicted seconds of `alg`'s all_reduce of `bytes` bytes per rank on `p` ranks, in
   /// elements of `element_size` bytes (which decides how uneven chunks are).
   template <class Alg>
   double predict(Alg const& alg, int p, std::size_t bytes, std::size_t element_size = 1) const {
-    double t = 0;
-    for_each_step(alg, p, bytes / element_size, element_size, [&](cost_step s) { t += time(s); });
-    return t;
+    double span = 0, total = 0;
+    for_each_step(alg, p, bytes / element_size, element_size, [&](cost_step s) {
+      span += time(s);
+      total += work(s);
+    });
+    return parallelism > 0 && total / parallelism > span ? total / parallelism : span;
   }
 
   friend bool operator==(cost_model const&, cost_model const&) = default;
@@ -133,8 +161,8 @@ struct cost_model {
 ///     auto m = gcl::calibrate(comm, {.repetitions = 50});
 struct calibrate_options {
   std::size_t small_bytes = 8;        ///< ping-pong size for alpha
-  std::size_t large_bytes = 1 << 20;  ///< ping-pong size for beta (and the reduction for gamma)
-  int repetitions = 21;               ///< round trips per size; the median is used
+  std::size_t large_bytes = 1 << 22;  ///< ping-pong size for beta, and the reduction for gamma
+  int repetitions = 11;               ///< round trips per size; the median is used
 };
 
 namespace detail {
@@ -144,11 +172,16 @@ inline double median(std::vector<double>& v) {
 }
 }  // namespace detail
 
-/// Measures the model on `comm`, collectively (every rank must call it): ranks 0 and 1
-/// ping-pong messages of `small_bytes` (alpha = half the median round trip) and `large_bytes`
-/// (beta from the difference), rank 0 times a local float sum over `large_bytes` (gamma), and
-/// rank 0's model is sent to every rank, so all ranks return the same model. On one rank only
-/// gamma is measured; alpha and beta keep their defaults.
+/// Measures the model on `comm`, collectively (every rank must call it):
+///  - alpha, beta, latency: ranks 0 and 1 ping-pong messages of `small_bytes` and
+///    `large_bytes` (median round trips: the two sizes give the per-byte time beta); rank 0
+///    times a burst of small eager sends (the per-message overhead alpha); the rest of the
+///    small one-way time is the per-round latency;
+///  - gamma: rank 0 alone times a float sum over `large_bytes`;
+///  - parallelism: then every rank runs the same sum at once; if the slowest takes c times
+///    rank 0's solo time, only P / c ranks really run at once (threads sharing cores);
+///  - rank 0's model is sent to every rank, so all ranks return the same model.
+/// On one rank only gamma is measured; alpha and beta keep their defaults.
 ///
 ///     auto m = gcl::calibrate(comm);
 ///     gcl::all_reduce(comm, v, gcl::sum{}, gcl::automatic{.model = m});
@@ -157,8 +190,11 @@ cost_model calibrate(communicator<Transport>& comm, calibrate_options const& opt
   using clock = std::chrono::steady_clock;
   auto scope = comm.begin_call(
       make_call_info<std::byte>(call_kind::calibrate, opts.large_bytes, 0, "", "ping-pong"));
+  auto seconds = [](clock::time_point t0) {
+    return std::chrono::duration<double>(clock::now() - t0).count();
+  };
   cost_model m;
-  int const me = comm.rank();
+  int const me = comm.rank(), p = comm.size();
   int const reps = std::max(opts.repetitions, 1);
   auto buf = comm.template scratch<std::byte>(std::max(opts.large_bytes, opts.small_bytes), 0);
   auto round_trip = [&](std::size_t bytes) {
@@ -173,36 +209,69 @@ cost_model calibrate(communicator<Transport>& comm, calibrate_options const& opt
         comm.recv(0, b, detail::collective_tag);
         comm.send(0, std::span<std::byte const>(b), detail::collective_tag);
       }
-      if (i >= 0) t.push_back(std::chrono::duration<double>(clock::now() - start).count());
+      if (i >= 0) t.push_back(seconds(start));
     }
     return detail::median(t);
   };
-  if (comm.size() > 1 && me <= 1) {
+  if (p > 1 && me <= 1) {
     double const small = round_trip(opts.small_bytes) / 2, large = round_trip(opts.large_bytes) / 2;
     double const extra = static_cast<double>(opts.large_bytes - opts.small_bytes);
-    m.alpha =
-        std::max(small - static_cast<double>(opts.small_bytes) * (large - small) / extra, 1e-9);
     m.beta = std::max((large - small) / extra, 1e-13);
-  }
-  if (me == 0) {
-    std::size_t const n = std::max<std::size_t>(opts.large_bytes / sizeof(float), 1);
-    auto a = comm.template scratch<float>(n, 1);
-    auto b = comm.template scratch<float>(n, 2);
-    std::fill(a.begin(), a.end(), 1.0f);
-    std::fill(b.begin(), b.end(), 2.0f);
+    constexpr int burst = 32;
+    auto b = buf.first(opts.small_bytes);
     std::vector<double> t;
-    for (int i = -1; i < std::max(reps / 4, 3); ++i) {
+    for (int i = -1; i < std::max(reps / 2, 3); ++i) {
+      auto start = clock::now();
+      for (int k = 0; k < burst; ++k)
+        if (me == 0)
+          comm.send(1, std::span<std::byte const>(b), detail::collective_tag);
+        else
+          comm.recv(0, b, detail::collective_tag);
+      if (i >= 0) t.push_back(seconds(start) / burst);
+      if (me == 0)
+        comm.recv(1, b, detail::collective_tag);  // the burst is consumed
+      else
+        comm.send(0, std::span<std::byte const>(b), detail::collective_tag);
+    }
+    double const one_way = small - static_cast<double>(opts.small_bytes) * m.beta;
+    m.alpha = std::clamp(detail::median(t), 1e-9, std::max(one_way, 1e-9));
+    m.latency = std::max(one_way - m.alpha, 0.0);
+  }
+  std::size_t const n = std::max<std::size_t>(opts.large_bytes / sizeof(float), 1);
+  auto a = comm.template scratch<float>(n, 1);
+  auto b = comm.template scratch<float>(n, 2);
+  std::fill(a.begin(), a.end(), 1.0f);
+  std::fill(b.begin(), b.end(), 2.0f);
+  auto reduction = [&] {
+    std::vector<double> t;
+    for (int i = -1; i < std::max(reps / 2, 3); ++i) {
       auto start = clock::now();
       detail::reduce_into(a.data(), b.data(), n, sum{});
-      if (i >= 0) t.push_back(std::chrono::duration<double>(clock::now() - start).count());
+      if (i >= 0) t.push_back(seconds(start));
     }
-    m.gamma = std::max(detail::median(t) / static_cast<double>(n * sizeof(float)), 1e-13);
-    double const wire[3] = {m.alpha, m.beta, m.gamma};
-    for (int r = 1; r < comm.size(); ++r) comm.send(r, wire, detail::collective_tag);
+    return detail::median(t);
+  };
+  double solo = 0;
+  if (me == 0) solo = reduction();
+  // Wall time for every rank to do the same work at once, from one barrier to the next (a
+  // rank's own timing would miss the time it was descheduled while others ran).
+  constexpr int batch = 4;
+  tree{}.barrier(comm);
+  auto start = clock::now();
+  for (int i = 0; i < batch; ++i) detail::reduce_into(a.data(), b.data(), n, sum{});
+  tree{}.barrier(comm);
+  double const together = seconds(start) / batch;
+  if (me == 0) {
+    m.gamma = std::max(solo / static_cast<double>(n * sizeof(float)), 1e-13);
+    double const slowdown = std::max(together / solo, 1.0);
+    m.parallelism =
+        p > 1 ? std::clamp(static_cast<double>(p) / slowdown, 1.0, static_cast<double>(p)) : 0.0;
+    double const wire[5] = {m.alpha, m.beta, m.gamma, m.latency, m.parallelism};
+    for (int r = 1; r < p; ++r) comm.send(r, wire, detail::collective_tag);
   } else {
-    double wire[3];
+    double wire[5];
     comm.recv(0, wire, detail::collective_tag);
-    m = cost_model{wire[0], wire[1], wire[2]};
+    m = cost_model{wire[0], wire[1], wire[2], wire[3], wire[4]};
   }
   return m;
 }

@@ -61,7 +61,7 @@ struct direct {
   static void schedule(int p, std::size_t count, std::size_t element_size, F&& step) {
     if (p <= 1) return;
     std::size_t const bytes = count * element_size, others = static_cast<std::size_t>(p - 1);
-    step(cost_step{others, bytes, others * bytes});
+    step(cost_step{others, bytes, others * bytes, static_cast<std::size_t>(p)});
   }
 
   /// Block r of `in` goes to rank r, and block r of `out` comes from rank r.

@@ -94,15 +94,16 @@ struct halving_doubling {
     detail::pow2_fold const f(p);
     std::size_t const bytes = count * element_size;
     detail::chunk_layout const blocks{count, f.pow2};
-    if (f.extra > 0) step(cost_step{1, bytes, bytes});
+    auto const extra = static_cast<std::size_t>(f.extra), all = static_cast<std::size_t>(f.pow2);
+    if (f.extra > 0) step(cost_step{1, bytes, bytes, extra});
     // Step k moves P'/2^(k+1) blocks; the largest such range is the first one.
     for (int k = 0; k < f.levels; ++k) {
       std::size_t b = blocks.offset(f.pow2 >> (k + 1)) * element_size;
-      step(cost_step{1, b, b});
+      step(cost_step{1, b, b, all});
     }
     for (int k = f.levels - 1; k >= 0; --k)
-      step(cost_step{1, blocks.offset(f.pow2 >> (k + 1)) * element_size, 0});
-    if (f.extra > 0) step(cost_step{1, bytes, 0});
+      step(cost_step{1, blocks.offset(f.pow2 >> (k + 1)) * element_size, 0, all});
+    if (f.extra > 0) step(cost_step{1, bytes, 0, extra});
   }
 };
 

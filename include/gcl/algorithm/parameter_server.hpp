@@ -67,8 +67,9 @@ struct parameter_server {
     if (p <= 1) return;
     std::size_t const bytes = count * element_size, workers = static_cast<std::size_t>(p - 1);
     std::size_t const reduced = dedicated_server ? workers - 1 : workers;
-    step(cost_step{workers, bytes, reduced * bytes});
-    step(cost_step{workers, bytes, 0});
+    // The workers' sends overlap each other; the server's receives and reductions do not.
+    step(cost_step{workers, bytes, reduced * bytes, 1});
+    step(cost_step{workers, bytes, 0, 1});
   }
 };
 

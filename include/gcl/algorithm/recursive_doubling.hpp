@@ -127,9 +127,10 @@ struct recursive_doubling {
   static void schedule(int p, std::size_t count, std::size_t element_size, F&& step) {
     detail::pow2_fold const f(p);
     std::size_t const bytes = count * element_size;
-    if (f.extra > 0) step(cost_step{1, bytes, bytes});
-    for (int k = 0; k < f.levels; ++k) step(cost_step{1, bytes, bytes});
-    if (f.extra > 0) step(cost_step{1, bytes, 0});
+    auto const extra = static_cast<std::size_t>(f.extra), all = static_cast<std::size_t>(f.pow2);
+    if (f.extra > 0) step(cost_step{1, bytes, bytes, extra});
+    for (int k = 0; k < f.levels; ++k) step(cost_step{1, bytes, bytes, all});
+    if (f.extra > 0) step(cost_step{1, bytes, 0, extra});
   }
 };
 
