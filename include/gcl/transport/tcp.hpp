@@ -527,10 +527,10 @@ class tcp_impl {
     {
       // Abort frames to peers (poisoned) or byes must reach the kernel before we close.
       std::unique_lock lock(mutex_);
-      auto limit = graceful
-                       ? o_.timeout
-                       : std::min<std::chrono::milliseconds>(o_.timeout, std::chrono::seconds(2));
-      changed_.wait_for(lock, limit, [&] { return owned_writes_ == 0; });
+      // Small frames behind no data (every send completed before returning): this is quick
+      // unless a peer stopped reading, which the timeout bounds. Closing earlier would make
+      // peers report a lost rank instead of the error that the abort frame carries.
+      changed_.wait_for(lock, o_.timeout, [&] { return owned_writes_ == 0; });
       closing_ = true;
     }
     asio::post(io_, [this] {
