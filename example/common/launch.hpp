@@ -10,14 +10,22 @@
 ///     CLI11_PARSE(app, argc, argv);
 ///     return gcl_example::launch(opts, [](auto& comm) { /* comm.rank(), comm.size() ... */ });
 ///
-/// inproc: the ranks are threads of this process (gcl::spawn). tcp: not built yet (the TCP
-/// transport's owner extends this helper).
+/// inproc: the ranks are threads of this process (gcl::spawn). tcp (when built with
+/// GCL_EXAMPLE_TCP, i.e. linked to gcl::tcp): under a launcher (tools/gcl-launch, mpirun, srun:
+/// a rank variable such as GCL_RANK is set) this process is one rank and the job comes from
+/// the environment (`tcp_options::from_env`, --world-size is ignored); otherwise the ranks are
+/// threads of this process talking over loopback sockets.
 
 #include <CLI/CLI.hpp>
 #include <gcl/spawn.hpp>
 #include <gcl/transport/inproc.hpp>
 
+#if defined(GCL_EXAMPLE_TCP)
+#include <gcl/transport/tcp.hpp>
+#endif
+
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <string>
 
@@ -48,6 +56,18 @@ int launch(launch_options const& opts, F&& f) {
       gcl::spawn<gcl::inproc_transport>(opts.world_size, f);
       return 0;
     }
+#if defined(GCL_EXAMPLE_TCP)
+    if (opts.transport == "tcp") {
+      for (char const* v : {"GCL_RANK", "RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"})
+        if (std::getenv(v) != nullptr) {  // started by a launcher: this process is one rank
+          gcl::communicator comm(gcl::tcp_transport(gcl::tcp_options::from_env()));
+          f(comm);
+          return 0;
+        }
+      gcl::spawn<gcl::tcp_transport>(opts.world_size, f);
+      return 0;
+    }
+#endif
     std::fprintf(stderr, "error: --transport %s is not built into this example yet\n",
                  opts.transport.c_str());
     return 2;
