@@ -12,12 +12,13 @@
 
 int main(int argc, char** argv) {
   CLI::App app{"Ratio of gcl::automatic's all_reduce time to the best fixed algorithm's, per size"};
-  int p = 4, reps = 15;
+  int p = 4, reps = 15, runs = 3;
   std::size_t min_bytes = 64, max_bytes = 16 << 20;
   app.add_option("-n,--world-size", p, "ranks (threads)")->check(CLI::Range(1, 64));
   app.add_option("--min-bytes", min_bytes, "smallest message, bytes (float32)");
   app.add_option("--max-bytes", max_bytes, "largest message, bytes");
   app.add_option("-r,--repetitions", reps, "timed calls per size and algorithm (median)");
+  app.add_option("--runs", runs, "independent runs; the median of their medians is reported");
   CLI11_PARSE(app, argc, argv);
 
   gcl::automatic const autom{.model = model_check::calibrate_threads(p)};
@@ -31,12 +32,12 @@ int main(int argc, char** argv) {
                          gcl::halving_doubling{},
                          gcl::direct{},
                          gcl::parameter_server{}};
-  auto t = model_check::time_all_reduce(p, counts, reps, algs);
+  auto t = model_check::time_all_reduce(p, counts, reps, algs, runs);
 
   std::printf(
-      "# P = %d threads, float32 sum, median of %d; model alpha %.3g s beta %.3g s/B "
+      "# P = %d threads, float32 sum, median of %d x %d runs; model alpha %.3g s beta %.3g s/B "
       "gamma %.3g s/B latency %.3g s parallelism %.2f\n",
-      p, reps, autom.model.alpha, autom.model.beta, autom.model.gamma, autom.model.latency,
+      p, reps, runs, autom.model.alpha, autom.model.beta, autom.model.gamma, autom.model.latency,
       autom.model.parallelism);
   // ratio: automatic's own call against the best fixed one. choice: the same comparison with
   // the fixed algorithm automatic picked, timed as a fixed algorithm, so that the two columns

@@ -29,8 +29,9 @@ inline double median(std::vector<double> v) {
 /// seconds[a][s]: median time of algorithm a (index in `algs`) at sizes[s] (float32 elements).
 /// Also checks every result (rank r holds r + 1, so each element must be P(P+1)/2).
 template <class... Algs>
-std::vector<std::vector<double>> time_all_reduce(int p, std::vector<std::size_t> const& counts,
-                                                 int repetitions, std::tuple<Algs...> const& algs) {
+std::vector<std::vector<double>> time_all_reduce_once(int p, std::vector<std::size_t> const& counts,
+                                                      int repetitions,
+                                                      std::tuple<Algs...> const& algs) {
   constexpr std::size_t na = sizeof...(Algs);
   // per rank: [alg][size][rep]
   auto per_rank = gcl::spawn<gcl::inproc_transport>(p, [&](auto& comm) {
@@ -75,12 +76,31 @@ std::vector<std::vector<double>> time_all_reduce(int p, std::vector<std::size_t>
   return out;
 }
 
+/// The median over `runs` independent runs (fresh threads each) of `time_all_reduce_once`: load
+/// from other processes comes in bursts longer than one run.
+template <class... Algs>
+std::vector<std::vector<double>> time_all_reduce(int p, std::vector<std::size_t> const& counts,
+                                                 int repetitions, std::tuple<Algs...> const& algs,
+                                                 int runs = 1) {
+  std::vector<std::vector<std::vector<double>>> all;
+  for (int r = 0; r < std::max(runs, 1); ++r)
+    all.push_back(time_all_reduce_once(p, counts, repetitions, algs));
+  auto out = all[0];
+  for (std::size_t a = 0; a < out.size(); ++a)
+    for (std::size_t s = 0; s < out[a].size(); ++s) {
+      std::vector<double> v;
+      for (auto const& run : all) v.push_back(run[a][s]);
+      out[a][s] = median(v);
+    }
+  return out;
+}
+
 /// The model every rank agrees on, measured on `p` threads (median of `runs` calibrations).
-inline gcl::cost_model calibrate_threads(int p, int runs = 5) {
+inline gcl::cost_model calibrate_threads(int p, int runs = 5, gcl::calibrate_options opts = {}) {
   std::vector<double> al, be, ga, la, pa;
   for (int i = 0; i < runs; ++i) {
-    auto m =
-        gcl::spawn<gcl::inproc_transport>(p, [](auto& comm) { return gcl::calibrate(comm); })[0];
+    auto m = gcl::spawn<gcl::inproc_transport>(
+        p, [&](auto& comm) { return gcl::calibrate(comm, opts); })[0];
     al.push_back(m.alpha);
     be.push_back(m.beta);
     ga.push_back(m.gamma);
@@ -88,6 +108,33 @@ inline gcl::cost_model calibrate_threads(int p, int runs = 5) {
     pa.push_back(m.parallelism);
   }
   return {median(al), median(be), median(ga), median(la), median(pa)};
+}
+
+/// One-way time of a message of counts[s] floats between two threads: half the median round
+/// trip of a ping-pong (the homework's "time to send D bytes from one worker to another").
+inline std::vector<double> ping_pong(std::vector<std::size_t> const& counts, int repetitions) {
+  return gcl::spawn<gcl::inproc_transport>(2, [&](auto& comm) {
+    std::vector<double> out;
+    std::vector<float> v;
+    for (std::size_t n : counts) {
+      v.assign(n, 1.0f);
+      std::vector<double> t;
+      for (int rep = -2; rep < repetitions; ++rep) {
+        auto t0 = std::chrono::steady_clock::now();
+        if (comm.rank() == 0) {
+          comm.send(1, v);
+          comm.recv(1, v);
+        } else {
+          comm.recv(0, v);
+          comm.send(0, v);
+        }
+        if (rep >= 0)
+          t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+      }
+      out.push_back(median(t) / 2);
+    }
+    return out;
+  })[0];
 }
 
 }  // namespace model_check

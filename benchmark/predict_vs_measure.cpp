@@ -17,19 +17,23 @@
 
 int main(int argc, char** argv) {
   CLI::App app{"Predicted (cost model) vs measured all_reduce time per algorithm on threads"};
-  int p = 4, reps = 15;
+  int p = 4, reps = 15, runs = 3;
   std::size_t min_bytes = 64, max_bytes = 16 << 20;
   double alpha = 0, beta = 0, gamma = 0;
   app.add_option("-n,--world-size", p, "ranks (threads)")->check(CLI::Range(1, 64));
   app.add_option("--min-bytes", min_bytes, "smallest message, bytes (float32)");
   app.add_option("--max-bytes", max_bytes, "largest message, bytes");
   app.add_option("-r,--repetitions", reps, "timed calls per size and algorithm (median)");
+  app.add_option("--runs", runs, "independent runs; the median of their medians is reported");
   app.add_option("--alpha", alpha, "seconds per message (0: calibrate)");
   app.add_option("--beta", beta, "seconds per byte (0: calibrate)");
   app.add_option("--gamma", gamma, "seconds per reduced byte (0: calibrate)");
   CLI11_PARSE(app, argc, argv);
 
-  gcl::cost_model m = model_check::calibrate_threads(p);
+  // Calibrated with a large message the size of the sweep's largest: beta then includes the
+  // memory traffic the large sizes pay (a small one would be served from cache).
+  gcl::cost_model m = model_check::calibrate_threads(
+      p, 5, {.large_bytes = std::max<std::size_t>(max_bytes, 1 << 20)});
   if (alpha > 0) m.alpha = alpha;
   if (beta > 0) m.beta = beta;
   if (gamma > 0) m.gamma = gamma;
@@ -45,20 +49,24 @@ int main(int argc, char** argv) {
                          gcl::parameter_server{}};
   char const* names[] = {
       "tree", "ring", "recursive_doubling", "halving_doubling", "direct", "parameter_server"};
-  auto measured = model_check::time_all_reduce(p, counts, reps, algs);
+  auto measured = model_check::time_all_reduce(p, counts, reps, algs, runs);
+  auto one_way = model_check::ping_pong(counts, reps);
 
   std::printf(
       "# all_reduce float32 sum on P = %d threads; model alpha = %.3g s, beta = %.3g s/B "
-      "(%.2f GB/s), gamma = %.3g s/B, latency = %.3g s, parallelism = %.2f; median of %d\n",
-      p, m.alpha, m.beta, 1e-9 / m.beta, m.gamma, m.latency, m.parallelism, reps);
-  std::printf("# %-10s", "bytes");
+      "(%.2f GB/s), gamma = %.3g s/B, latency = %.3g s, parallelism = %.2f; median of %d x %d "
+      "runs\n",
+      p, m.alpha, m.beta, 1e-9 / m.beta, m.gamma, m.latency, m.parallelism, reps, runs);
+  std::printf("# %-10s %14s %14s", "bytes", "send.pred", "send.meas");
   for (auto const* n : names)
     std::printf(" %14s %14s", (std::string(n) + ".pred").c_str(),
                 (std::string(n) + ".meas").c_str());
   std::printf("\n");
   for (std::size_t s = 0; s < counts.size(); ++s) {
     std::size_t const bytes = counts[s] * 4;
-    std::printf("%12zu", bytes);
+    std::printf("%12zu %14.2f %14.2f", bytes,
+                (m.latency + m.alpha + static_cast<double>(bytes) * m.beta) * 1e6,
+                one_way[s] * 1e6);
     std::size_t a = 0;
     std::apply(
         [&](auto const&... alg) {
