@@ -314,12 +314,14 @@ BOOST_AUTO_TEST_CASE(strangers_on_the_ports_do_not_disturb_the_job) {
   };
   attack();  // during the rendezvous: before any rank has even started
   std::atomic<bool> done{false};
+  std::atomic<std::uint16_t> peer_port{0};
   std::vector<std::uint64_t> sums(4);
   {
     std::vector<std::jthread> ranks;
     for (int r = 0; r < 4; ++r)
       ranks.emplace_back([&, r] {
         gcl::communicator comm(g.connect(r));
+        if (r == 3) peer_port = comm.transport().port();
         for (int round = 0; round < 100; ++round) {
           std::uint64_t mine = static_cast<std::uint64_t>(r + 1) * (round + 1), total = mine;
           for (int d = 0; d < 4; ++d)
@@ -333,6 +335,11 @@ BOOST_AUTO_TEST_CASE(strangers_on_the_ports_do_not_disturb_the_job) {
     std::jthread attacker([&] {
       while (!done) {
         attack();
+        if (auto p3 = peer_port.load()) {  // a peer's port, not only rank 0's
+          stranger(p3, "garbage\n");
+          stranger(p3, hello_bytes("job-42", 4, 4, gcl::detail::hello_kind::peer));
+          stranger(p3, hello_bytes("wrong", 3, 4, gcl::detail::hello_kind::peer));
+        }
         std::this_thread::sleep_for(30ms);
       }
     });

@@ -268,9 +268,12 @@ class tcp_rendezvous : public std::enable_shared_from_this<tcp_rendezvous> {
     });
     asio::async_read(
         c->socket, asio::buffer(c->buf.data(), hello_size),
-        [self = shared_from_this(), c, from](boost::system::error_code ec, std::size_t) {
+        [self = shared_from_this(), c, from](boost::system::error_code ec, std::size_t n) {
           c->timer.cancel();
           if (ec == asio::error::operation_aborted) return;
+          if (ec && n > 0 && get<std::uint32_t>(c->buf.data()) != hello_magic)
+            return self->refuse(
+                from, "sent " + std::to_string(n) + " bytes that are not a gcl hello, then closed");
           if (ec) return self->refuse(from, "closed before saying hello (" + ec.message() + ")");
           self->on_hello(c, from, hello::decode(c->buf.data()));
         });

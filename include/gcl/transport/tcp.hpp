@@ -127,11 +127,13 @@ class tcp_impl {
   }
 
   int rank() const noexcept { return o_.rank; }
+  std::uint16_t port() const { return acceptor_.local_endpoint().port(); }
   int size() const noexcept { return o_.size; }
   tcp_options const& options() const noexcept { return o_; }
   void set_call(call_info const& c) noexcept { call_ = c; }
 
   void send(int peer, tag tg, std::span<std::byte const> out) {
+    check_peer(peer, "send to");
     std::unique_lock lock(mutex_);
     throw_if_unusable(lock, "send to", peer);
     if (peer == o_.rank) {
@@ -177,6 +179,7 @@ class tcp_impl {
   // frame's payload straight into `in` (no intermediate buffer, no copy). Anything else
   // (another size or call: a mismatch) is queued as usual and reported from the queue.
   void recv(int peer, tag tg, std::span<std::byte> in) {
+    check_peer(peer, "recv from");
     std::unique_lock lock(mutex_);
     auto deadline = std::chrono::steady_clock::now() + o_.timeout;
     auto k = key(peer, tg);
@@ -246,6 +249,12 @@ class tcp_impl {
     return v >= tag_user_limit ? "library tag " + std::to_string(v) : "tag " + std::to_string(v);
   }
   std::string prefix() const { return "gcl: rank " + std::to_string(o_.rank) + ": "; }
+
+  void check_peer(int peer, char const* what) const {
+    if (peer < 0 || peer >= o_.size)
+      throw usage_error(prefix() + what + " rank " + std::to_string(peer) +
+                        ", but the world size is " + std::to_string(o_.size));
+  }
 
   bool unusable() const { return poisoned_ || abort_->aborted; }
 
@@ -646,6 +655,8 @@ class tcp_transport {
 
   int rank() const noexcept { return impl_->rank(); }
   int size() const noexcept { return impl_->size(); }
+  /// The TCP port this rank listens on (rank 0: the master port).
+  std::uint16_t port() const { return impl_->port(); }
   /// The options this rank was formed with (`options` names the type, as spawn requires).
   tcp_options const& config() const noexcept { return impl_->options(); }
 
