@@ -7,6 +7,7 @@
 #include <gcl/detail/chunk.hpp>
 
 #include "accounting.hpp"
+#include "recording.hpp"
 
 using namespace accounting;
 namespace d = gcl::detail;
@@ -126,4 +127,27 @@ BOOST_AUTO_TEST_CASE(reduce_scatter_and_all_gather_counts) {
       BOOST_TEST(ag.bytes_sent == P * (P - 1) * n * sizeof(int));
       BOOST_TEST(ag.rounds == p - 1);
     }
+}
+
+BOOST_AUTO_TEST_CASE(the_ring_really_runs_the_homework_schedule) {
+  // With count == N every chunk is one element, and x_n[c] = c + 1 on every rank. At phase-I
+  // step i the sender's chunk c holds i contributions, (c + 1) i; in phase II the full sum
+  // (c + 1) N. So the first element of each message names its chunk.
+  for (int N = 2; N <= 9; ++N) {
+    auto logs = recording::run(N, [N](auto& comm) {
+      std::vector<std::int64_t> v(N);
+      for (int c = 0; c < N; ++c) v[c] = c + 1;
+      gcl::all_reduce(comm, v, gcl::sum{}, gcl::ring{});
+    });
+    for (int n = 0; n < N; ++n) {
+      BOOST_TEST_REQUIRE(logs[n].size() == 2u * (N - 1));
+      for (int i = 1; i <= 2 * (N - 1); ++i) {
+        auto const& m = logs[n][i - 1];
+        int const held = i <= N - 1 ? i : N;
+        int const chunk = static_cast<int>(m.first) / held - 1;
+        BOOST_TEST(m.peer == (n - 1 + N) % N, "N=" << N << " n=" << n << " i=" << i);
+        BOOST_TEST(chunk == ((n + i - 2) % N + N) % N, "N=" << N << " n=" << n << " i=" << i);
+      }
+    }
+  }
 }

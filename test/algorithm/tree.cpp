@@ -10,6 +10,7 @@
 #include <gcl/detail/binomial.hpp>
 
 #include "accounting.hpp"
+#include "recording.hpp"
 
 using namespace accounting;
 namespace d = gcl::detail;
@@ -68,7 +69,9 @@ BOOST_AUTO_TEST_CASE(relative_ranks_round_trip) {
 // into relative rank r has popcount(r) hops, and the largest popcount below P is floor(log2 P),
 // so a phase is floor(log2 P) rounds deep although it takes ceil(log2 P) steps when a rank
 // sends one message per step (the two agree when P is a power of two).
-int floor_log2(int p) { return log2_exact(floor_pow2(p)); }
+int floor_log2(int p) {
+  return log2_exact(floor_pow2(p));
+}
 
 BOOST_AUTO_TEST_CASE(all_reduce_sends_2_p_minus_1_full_messages_2_floor_log2_p_rounds_deep) {
   for (int p = 1; p <= 16; ++p)
@@ -159,4 +162,34 @@ BOOST_AUTO_TEST_CASE(rooted_collectives_message_counts) {
       BOOST_TEST(bar.bytes_sent == 0u);
       BOOST_TEST(bar.rounds == 2 * floor_log2(p));
     }
+}
+
+BOOST_AUTO_TEST_CASE(the_tree_really_runs_the_homework_schedule) {
+  // Rank n's sends, in order: one to n' = n - 2^(i-1) at its step i of phase I (carrying the
+  // sum over its subtree), then phase II to n + 2^(i-1) for i = its last step down to 1.
+  for (int N = 1; N <= 12; ++N) {
+    auto logs = recording::run(N, [](auto& comm) {
+      std::vector<std::int64_t> v(3, 1);
+      gcl::all_reduce(comm, v, gcl::sum{}, gcl::tree{});
+    });
+    for (int n = 0; n < N; ++n) {
+      std::vector<int> peers, want;
+      std::vector<double> firsts, want_firsts;
+      for (auto const& m : logs[n]) peers.push_back(m.peer), firsts.push_back(m.first);
+      int last = ceil_log2(N);
+      for (int i = 1; i <= ceil_log2(N); ++i)
+        if (homework_partner(n, i) >= 0) {
+          want.push_back(homework_partner(n, i));
+          want_firsts.push_back(d::binomial_subtree_size(n, N));  // ones summed over the subtree
+          last = i - 1;
+        }
+      for (int i = last; i >= 1; --i)
+        if (n % (1 << i) == 0 && n + (1 << (i - 1)) < N) {
+          want.push_back(n + (1 << (i - 1)));
+          want_firsts.push_back(N);
+        }
+      BOOST_TEST(peers == want, boost::test_tools::per_element());
+      BOOST_TEST(firsts == want_firsts, boost::test_tools::per_element());
+    }
+  }
 }
