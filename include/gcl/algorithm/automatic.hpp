@@ -46,7 +46,8 @@ struct automatic {
   /// The model the predictions come from; must be the same on every rank.
   cost_model model{};
 
-  /// The candidates, in the order that breaks ties (the first of equal predictions wins).
+  /// The candidates, in the order that breaks ties (the first of equal predictions wins, equal
+  /// meaning within a relative 1e-9).
   enum class choice { tree, ring, recursive_doubling, halving_doubling, direct, parameter_server };
   static constexpr std::array<std::string_view, 6> choice_names = {
       "tree", "ring", "recursive_doubling", "halving_doubling", "direct", "parameter_server"};
@@ -61,7 +62,8 @@ struct automatic {
     for (std::size_t i = 1; i < times.size(); ++i) {
       auto c = static_cast<choice>(i);
       if (!commutative && c == choice::ring) continue;
-      if (times[i] < times[static_cast<std::size_t>(best)]) best = c;
+      // Within a relative 1e-9 is a tie (rounding of equal closed forms): the earlier wins.
+      if (times[i] < times[static_cast<std::size_t>(best)] * (1 - 1e-9)) best = c;
     }
     return best;
   }
