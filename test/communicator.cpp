@@ -6,7 +6,10 @@
 #include <gcl/transport/inproc.hpp>
 
 #include <array>
+#include <chrono>
 #include <numeric>
+#include <string>
+#include <thread>
 #include <vector>
 
 using gcl::inproc_transport;
@@ -98,4 +101,73 @@ BOOST_AUTO_TEST_CASE(a_throwing_rank_releases_the_others) {
                                    }),
       std::runtime_error, [](auto const& e) { return std::string(e.what()) == "boom"; });
   BOOST_TEST((std::chrono::steady_clock::now() - start < std::chrono::seconds(5)));
+}
+
+BOOST_AUTO_TEST_CASE(payload_kinds_arrays_spans_and_structs) {
+  struct point {
+    int x;
+    double y;
+  };
+  gcl::spawn<inproc_transport>(2, [](auto& comm) {
+    if (comm.rank() == 0) {
+      std::array<short, 3> a{1, -2, 3};
+      comm.send(1, a);
+      std::vector<float> v{0.5f, 1.5f, 2.5f, 3.5f};
+      comm.send(1, std::span<float const>(v).subspan(1, 2));
+      comm.send(1, point{7, 0.25});
+    } else {
+      std::array<short, 3> a{};
+      comm.recv(0, a);
+      BOOST_TEST((a == std::array<short, 3>{1, -2, 3}));
+      std::vector<float> v(4, 0.0f);
+      comm.recv(0, std::span<float>(v).first(2));  // a temporary span is a valid destination
+      BOOST_TEST((v == std::vector<float>{1.5f, 2.5f, 0.0f, 0.0f}));
+      auto p = comm.template recv<point>(0);
+      BOOST_TEST(p.x == 7);
+      BOOST_TEST(p.y == 0.25);
+    }
+  });
+}
+
+BOOST_AUTO_TEST_CASE(isend_is_complete_and_irecv_test_polls) {
+  gcl::spawn<inproc_transport>(2, [](auto& comm) {
+    if (comm.rank() == 0) {
+      auto s = comm.isend(1, 5);
+      BOOST_TEST(s.test());  // eager: complete at once
+      s.wait();
+      comm.template recv<int>(1);  // rank 1 has posted; now send the payload
+      comm.send(1, std::vector<int>{4, 5, 6}, gcl::tag{2});
+    } else {
+      BOOST_TEST(comm.template recv<int>(0) == 5);
+      std::vector<int> v(3);
+      auto r = comm.irecv(0, v, gcl::tag{2});
+      BOOST_TEST(!r.test());
+      comm.send(0, 1);
+      auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+      while (!r.test()) {
+        BOOST_TEST_REQUIRE((std::chrono::steady_clock::now() < deadline), "irecv never completed");
+        std::this_thread::yield();
+      }
+      BOOST_TEST((v == std::vector<int>{4, 5, 6}));
+    }
+  });
+}
+
+BOOST_AUTO_TEST_CASE(usage_errors_name_the_rank_and_send_nothing) {
+  gcl::spawn<inproc_transport>(3, [](auto& comm) {
+    int x = 0;
+    BOOST_CHECK_EXCEPTION(comm.recv(-1, x), gcl::usage_error, [&](auto const& e) {
+      std::string w = e.what();
+      return w.find("rank " + std::to_string(comm.rank())) != std::string::npos &&
+             w.find("rank -1") != std::string::npos &&
+             w.find("world size is 3") != std::string::npos;
+    });
+    BOOST_CHECK_THROW(comm.sendrecv(3, 1, 0, x), gcl::usage_error);
+    BOOST_CHECK_THROW(comm.sendrecv(0, 1, 3, x), gcl::usage_error);
+    BOOST_CHECK_THROW(comm.irecv(3, x), gcl::usage_error);
+    BOOST_CHECK_THROW(comm.send(0, 1, gcl::tag{gcl::tag_user_limit + 5}), gcl::usage_error);
+    // Nothing was sent: a message to self with tag 0 is the first one to arrive.
+    comm.send(comm.rank(), 99);
+    BOOST_TEST(comm.template recv<int>(comm.rank()) == 99);
+  });
 }
