@@ -1,0 +1,73 @@
+#define BOOST_TEST_MODULE stats_tcp
+#include <utility>  // before Boost.Asio (Boost 1.74's awaitable.hpp under C++20)
+
+#include <boost/test/unit_test.hpp>
+
+#include <gcl/algorithm/direct.hpp>
+#include <gcl/algorithm/halving_doubling.hpp>
+#include <gcl/algorithm/ring.hpp>
+#include <gcl/algorithm/tree.hpp>
+#include <gcl/collective/all_reduce.hpp>
+#include <gcl/spawn.hpp>
+#include <gcl/stats.hpp>
+#include <gcl/transport/tcp.hpp>
+
+#include <cstdint>
+#include <vector>
+
+// counting<> is generic over the transport: the same exact counts over TCP (loopback) as over
+// threads, and the depth side messages travel through tcp's framing like any message.
+
+using counted = gcl::counting<gcl::tcp_transport>;
+static_assert(gcl::transport<counted>);
+static_assert(gcl::group_transport<counted>);
+static_assert(gcl::call_aware_transport<counted>);
+
+namespace {
+template <class Alg>
+gcl::transport_stats run(int p, std::size_t n, Alg alg, bool& ok) {
+  auto out = gcl::spawn<counted>(p, [&](auto& comm) {
+    std::vector<std::int64_t> v(n, comm.rank() + 1);
+    gcl::all_reduce(comm, v, gcl::sum{}, alg);
+    bool good = true;
+    for (auto x : v) good = good && x == p * (p + 1) / 2;
+    return std::pair(good, comm.transport().stats());
+  });
+  gcl::transport_stats total;
+  ok = true;
+  for (auto const& [good, s] : out) {
+    ok = ok && good;
+    total += s;
+  }
+  return total;
+}
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(counts_over_tcp_equal_the_formulas) {
+  for (int p : {1, 2, 3, 4, 5}) {
+    std::uint64_t const P = static_cast<std::uint64_t>(p);
+    int const q = p >= 4 ? 4 : p >= 2 ? 2 : 1, levels = q == 4 ? 2 : q == 2 ? 1 : 0;
+    std::size_t const n = 1001;
+    bool ok = false;
+    auto t = run(p, n, gcl::tree{}, ok);
+    BOOST_TEST(ok);
+    BOOST_TEST(t.messages_sent == 2 * (P - 1));
+    BOOST_TEST(t.bytes_sent == 2 * (P - 1) * n * 8);
+    t = run(p, n, gcl::ring{}, ok);
+    BOOST_TEST(ok);
+    BOOST_TEST(t.messages_sent == 2 * P * (P - 1));
+    BOOST_TEST(t.rounds == 2 * (p - 1));
+    t = run(p, n, gcl::direct{}, ok);
+    BOOST_TEST(ok);
+    BOOST_TEST(t.messages_sent == P * (P - 1));
+    BOOST_TEST(t.rounds == (p > 1 ? 1 : 0));
+    t = run(p, n, gcl::halving_doubling{}, ok);
+    BOOST_TEST(ok);
+    BOOST_TEST(t.messages_sent == static_cast<std::uint64_t>(2 * q * levels + 2 * (p - q)));
+    BOOST_TEST(t.rounds == 2 * levels + (p > q ? 2 : 0));
+    t = run(p, n, gcl::ring{.segment_bytes = 800}, ok);
+    BOOST_TEST(ok);
+    BOOST_TEST(t.bytes_sent == 2 * (P - 1) * n * 8);
+    BOOST_TEST(t.rounds == 2 * (p - 1));
+  }
+}
