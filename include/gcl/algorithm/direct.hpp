@@ -64,6 +64,57 @@ struct direct {
     step(cost_step{others, bytes, others * bytes, static_cast<std::size_t>(p)});
   }
 
+  /// Block r of every rank's `out` becomes rank r's `in`: every rank sends `in` to the P - 1
+  /// others and receives theirs. `P (P - 1)` messages of `in.size()` elements in one round
+  /// (the ring needs P - 1 rounds): right for small blocks.
+  template <class Comm, class T>
+  void all_gather(Comm& comm, std::span<T const> in, std::span<T> out) const {
+    int const p = comm.size(), n = comm.rank();
+    std::size_t const b = in.size();
+    auto block = [&](int r) { return out.subspan(static_cast<std::size_t>(r) * b, b); };
+    for (int k = 1; k < p; ++k) comm.send(detail::mod(n + k, p), in, detail::collective_tag);
+    if (in.data() != block(n).data()) std::ranges::copy(in, block(n).begin());
+    for (int k = 1; k < p; ++k) {
+      int const from = detail::mod(n - k, p);
+      comm.recv(from, block(from), detail::collective_tag);
+    }
+  }
+
+  /// `root` sends `data` to each other rank: `P - 1` messages of the payload in one round (the
+  /// tree needs ceil(log2 P) rounds but sends from more ranks at once).
+  template <class Comm, class T>
+  void broadcast(Comm& comm, std::span<T> data, int root) const {
+    int const p = comm.size(), n = comm.rank();
+    if (n != root) return comm.recv(root, data, detail::collective_tag);
+    for (int k = 1; k < p; ++k)
+      comm.send(detail::mod(n + k, p), std::span<T const>(data), detail::collective_tag);
+  }
+
+  /// Every other rank sends `data` to `root`, which folds all P in rank order (exact for
+  /// non-commutative operators). `P - 1` messages in one round; other ranks' `data` is left
+  /// unchanged.
+  template <class Comm, class T, class Op>
+  void reduce(Comm& comm, std::span<T> data, int root, Op const& op) const {
+    int const p = comm.size(), n = comm.rank();
+    if (n != root) return comm.send(root, std::span<T const>(data), detail::collective_tag);
+    if (p == 1) return;
+    auto acc = comm.template scratch<T>(data.size(), 0);
+    auto tmp = comm.template scratch<T>(data.size(), 1);
+    if (root == 0)
+      std::ranges::copy(data, acc.begin());
+    else
+      comm.recv(0, acc, detail::collective_tag);
+    for (int r = 1; r < p; ++r) {
+      if (r == root) {
+        detail::reduce_into(acc.data(), data.data(), data.size(), op);
+      } else {
+        comm.recv(r, tmp, detail::collective_tag);
+        detail::reduce_into(acc.data(), tmp.data(), data.size(), op);
+      }
+    }
+    std::ranges::copy(acc, data.begin());
+  }
+
   /// Block r of `in` goes to rank r, and block r of `out` comes from rank r.
   template <class Comm, class T>
   void all_to_all(Comm& comm, std::span<T const> in, std::span<T> out) const {
