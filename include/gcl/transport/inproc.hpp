@@ -14,11 +14,13 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
 #include <memory>
 #include <mutex>
 #include <span>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -34,6 +36,11 @@ namespace gcl {
 struct inproc_options {
   /// Bound on every blocking call; a call that waits longer throws `errc::timeout`.
   std::chrono::milliseconds timeout{std::chrono::seconds{30}};
+  /// How long a blocked call polls for its message before sleeping on a condition variable.
+  /// Waking a sleeping thread costs microseconds (a futex call and a reschedule), which
+  /// dominates small messages; polling yields the core on every round, so ranks that outnumber
+  /// the cores still make progress. 0: never poll. See doc/benchmarks.md for the measurements.
+  std::chrono::microseconds spin{50};
 };
 
 namespace detail {
@@ -66,6 +73,13 @@ struct inproc_message {
 struct inproc_inbox {
   std::mutex mutex;
   std::condition_variable changed;
+  // Bumped under `mutex` whenever `changed` is notified, so that a waiter can poll for news
+  // without the lock (see inproc_transport::await).
+  std::atomic<std::uint32_t> events{0};
+  void notify() {
+    events.fetch_add(1, std::memory_order_release);
+    changed.notify_all();
+  }
   std::vector<inproc_message*> queue;         // in send order; matched FIFO per (source, tag)
   std::vector<inproc_posted_recv*> posted;    // in post order
   std::vector<std::unique_ptr<inproc_message>> owned;
@@ -97,7 +111,7 @@ class inproc_world {
     }
     for (int r = 0; r < size_; ++r) {
       std::lock_guard lock(inboxes_[r].mutex);  // no waiter can miss the flag between check and wait
-      inboxes_[r].changed.notify_all();
+      inboxes_[r].notify();
     }
   }
 
@@ -218,7 +232,7 @@ class inproc_transport {
         p->st = st::mismatch;  // the receiver reports it, naming both sides; nothing is copied
         p->sent_bytes = out.size();
         p->sender_call = call_;
-        box.changed.notify_all();
+        box.notify();
         return;
       }
       p->st = st::claimed;
@@ -226,7 +240,7 @@ class inproc_transport {
       if (!out.empty()) std::memcpy(p->destination.data(), out.data(), out.size());
       lock.lock();
       p->st = st::done;
-      box.changed.notify_all();
+      box.notify();
       return;
     }
     detail::inproc_message* m = acquire_message(box, out.size());
@@ -240,7 +254,7 @@ class inproc_transport {
     if (!out.empty()) std::memcpy(m->data.get(), out.data(), out.size());
     lock.lock();
     m->ready = true;
-    box.changed.notify_all();
+    box.notify();
   }
 
   /// Blocks until exactly `in.size()` bytes from `peer` with `tg` are in `in`.
@@ -322,12 +336,37 @@ class inproc_transport {
     return true;
   }
 
+  // `box.changed.wait_until(lock, deadline, ready)`, but first polls `box.events` without the
+  // lock for up to `options().spin`, re-checking `ready` under the lock after each event. Every
+  // event is counted under the lock, so one that happens after `ready()` was false is seen.
+  template <class Ready>
+  bool await(detail::inproc_inbox& box, std::unique_lock<std::mutex>& lock,
+             std::chrono::steady_clock::time_point deadline, Ready ready) {
+    if (ready()) return true;
+    if (auto const spin = world_->options().spin; spin.count() > 0) {
+      auto const give_up = std::chrono::steady_clock::now() + spin;
+      for (bool news = true; news;) {
+        std::uint32_t const seen = box.events.load(std::memory_order_relaxed);
+        lock.unlock();
+        news = false;
+        // Yield rather than pause: measured faster here even with a core per rank, and a rank
+        // sharing the core (more ranks than cores) gets to run and send what we wait for.
+        while (!(news = box.events.load(std::memory_order_acquire) != seen) &&
+               std::chrono::steady_clock::now() < give_up)
+          std::this_thread::yield();
+        lock.lock();
+        if (ready()) return true;
+      }
+    }
+    return box.changed.wait_until(lock, deadline, ready);
+  }
+
   void wait_posted(detail::inproc_posted_recv& p, char const* what) {
     using st = detail::inproc_posted_recv::state;
     auto& box = world_->inbox(rank_);
     std::unique_lock lock(box.mutex);
     auto deadline = std::chrono::steady_clock::now() + world_->options().timeout;
-    bool finished = box.changed.wait_until(lock, deadline, [&] {
+    bool finished = await(box, lock, deadline, [&] {
       return p.st == st::done || p.st == st::mismatch || world_->aborted();
     });
     // A sender that claimed the receive is copying into our buffer: let it finish (bounded,
@@ -354,7 +393,7 @@ class inproc_transport {
       return std::find_if(box.queue.begin(), box.queue.end(),
                           [&](auto* m) { return m->source == peer && m->tg == tg; });
     };
-    bool ok = box.changed.wait_until(lock, deadline, [&] {
+    bool ok = await(box, lock, deadline, [&] {
       auto it = find();
       return (it != box.queue.end() && (*it)->ready) || world_->aborted();
     });
