@@ -20,7 +20,8 @@ concept all_gather_algorithm = algorithm<Alg> &&
 };
 
 /// Block r of `out` (`in.size()` elements at `r * in.size()`) becomes rank r's `in`, on every
-/// rank. `in` has the same size on every rank; `out.size() == size * in.size()`.
+/// rank. `in` has the same size on every rank; `out.size() == size * in.size()`. `in` may be
+/// block `rank` of `out` itself (in place); otherwise they must not overlap.
 ///
 ///     int mine = comm.rank();
 ///     std::vector<int> all(comm.size());

@@ -21,7 +21,7 @@ concept all_to_all_algorithm = algorithm<Alg> &&
 
 /// `in` and `out` hold P blocks of `in.size() / P` elements; block s of `out` on rank r
 /// becomes block r of `in` on rank s. `in.size()` is the same on every rank and a multiple of
-/// P, and `out.size() == in.size()`.
+/// P, and `out.size() == in.size()`. `in` and `out` must not overlap.
 ///
 ///     std::vector<int> in(comm.size(), comm.rank()), out(comm.size());
 ///     gcl::all_to_all(comm, in, out);  // out == {0, 1, ..., P-1}; gcl::direct{} by default

@@ -32,7 +32,8 @@ constexpr std::size_t reduce_scatter_size(std::size_t count, int rank, int size)
 /// `out` on rank r becomes chunk r of `op` over all ranks' `in` (element-wise). `in` has the
 /// same `count` elements on every rank and is left unchanged; the chunks are those of
 /// `detail::chunk_layout`: `count / P` elements each, the first `count % P` one larger, so
-/// `out.size()` must be `reduce_scatter_size(count, rank, P)` (possibly 0).
+/// `out.size()` must be `reduce_scatter_size(count, rank, P)` (possibly 0). `in` and `out`
+/// must not overlap.
 ///
 ///     std::vector<int> in(12, 1), out(12 / comm.size());  // with 4 ranks: 3 each
 ///     gcl::reduce_scatter(comm, in, out, gcl::sum{}, gcl::ring{});  // out == {4, 4, 4}
