@@ -42,7 +42,7 @@ lenet5::image_set synthetic(std::size_t n, std::uint64_t seed) {
 }
 
 lenet5::mnist const& data() {
-  static lenet5::mnist const d{synthetic(512, 1), synthetic(200, 2)};
+  static lenet5::mnist const d{synthetic(512, 1), synthetic(100, 2)};
   return d;
 }
 
@@ -52,8 +52,8 @@ lenet5::train_config small(std::string sync, std::string algorithm = "ring") {
   c.algorithm = std::move(algorithm);
   c.lr = 0.05f;
   c.batch = 8;
-  c.max_iterations = 24;
-  c.eval_every = 12;
+  c.max_iterations = 16;
+  c.eval_every = 8;
   c.verbose = false;
   return c;
 }
@@ -72,7 +72,7 @@ BOOST_AUTO_TEST_CASE(four_ranks_stay_bit_identical) {
         auto r = run(4, small(sync, alg));
         BOOST_TEST_REQUIRE(r.size() == 4u);
         for (int k = 1; k < 4; ++k) BOOST_TEST((r[k].parameters == r[0].parameters));
-        BOOST_TEST(r[0].iterations == 24);
+        BOOST_TEST(r[0].iterations == 16);
         BOOST_TEST(r[0].evaluations.size() == 2u);
         // Every rank saw the same evaluations (accuracy is all-reduced).
         BOOST_TEST(r[3].evaluations.back().accuracy == r[0].evaluations.back().accuracy);
@@ -106,7 +106,7 @@ BOOST_AUTO_TEST_CASE(target_accuracy_stops_and_reports_k_star) {
 
 // For plain SGD, x - lr (1/N) sum_n G_n (grads) and (1/N) sum_n (x - lr G_n) (params) are the
 // same number; only the rounding differs. Each step rounds differently by a few ulp of the
-// parameters (|p| < 1: an ulp is < 1.2e-7), 24 steps at most accumulate ~1e-5 if nothing
+// parameters (|p| < 1: an ulp is < 1.2e-7), 16 steps at most accumulate ~1e-5 if nothing
 // amplified it, and a short run with a small step amplifies little. A real difference (a
 // missing division by N, a wrong step) is of the order of lr |G| ~ 1e-3 and fails this.
 BOOST_AUTO_TEST_CASE(params_and_grads_agree_for_sgd) {
