@@ -1,0 +1,576 @@
+#pragma once
+// The engine of tcp_transport (see transport/tcp.hpp for what it promises): one I/O thread per
+// rank running Boost.Asio, per-(source, tag) queues, the direct read into a posted receive,
+// bye and abort frames, poisoning. Kept apart so that transport/tcp.hpp stays a short read.
+
+#include <unistd.h>
+
+#include <boost/asio.hpp>
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <deque>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "../call_info.hpp"
+#include "../error.hpp"
+#include "../transport/tcp_options.hpp"
+#include "deadline.hpp"
+#include "tcp_rendezvous.hpp"
+#include "tcp_wire.hpp"
+
+namespace gcl {
+
+namespace detail {
+
+struct tcp_message {
+  call_info call;
+  std::unique_ptr<std::byte[]> data;
+  std::size_t size = 0, capacity = 0;
+};
+
+// One frame waiting to be written. A data frame lives on the sender's stack until `done`; bye
+// and abort frames are owned by the queue.
+struct tcp_write {
+  std::array<std::byte, frame_header_size> header{};
+  std::span<std::byte const> payload;
+  std::string owned_payload;
+  bool owned = false, shutdown_after = false, done = false;
+  boost::system::error_code ec;
+};
+
+// A receive waiting on the receiver's stack for the I/O thread to fill it directly.
+struct tcp_posted_recv {
+  enum state_t : unsigned char { idle, posted, claimed, done, failed };
+  int source;
+  std::uint32_t tg;
+  std::span<std::byte> in;
+  call_info call;
+  state_t st = idle;
+};
+
+// Asio caps each read/write of a composed operation at 64 KiB; large messages go faster with
+// the kernel taking as much as it can per system call.
+struct transfer_all_large {
+  std::size_t operator()(boost::system::error_code const& ec, std::size_t) const {
+    return ec ? 0 : std::size_t{1} << 30;
+  }
+};
+
+struct tcp_peer {
+  std::optional<tcp::socket> socket;
+  std::string where;  // "rank 3 at 10.0.0.3:41234"
+  std::deque<tcp_write*> writes;
+  std::array<std::byte, frame_header_size> rx_header{};
+  frame_header rx;
+  tcp_message rx_message;
+  bool finished = false;   // said bye: its EOF is expected and nothing more will come
+  bool rx_direct = false;  // the payload being read goes straight into the posted receive
+};
+
+class tcp_impl {
+ public:
+  tcp_impl(tcp_options o, std::shared_ptr<tcp_abort_state> abort, int prebound_fd)
+      : o_(std::move(o)),
+        abort_(std::move(abort)),
+        acceptor_(io_),
+        peers_(static_cast<std::size_t>(o_.size)) {
+    {
+      std::lock_guard lock(abort_->mutex);
+      abort_->members.emplace_back(this, [this] {
+        std::lock_guard l(mutex_);
+        changed_.notify_all();
+      });
+    }
+    try {
+      rendezvous_ = std::make_shared<tcp_rendezvous>(io_, acceptor_, o_, abort_);
+      rendezvous_->run(prebound_fd);
+    } catch (...) {
+      leave_group();
+      throw;
+    }
+    for (int r = 0; r < o_.size; ++r) {
+      peers_[r].socket = std::move(rendezvous_->peers()[r]);
+      peers_[r].where = rendezvous_->where()[r];
+      if (peers_[r].socket) read_header(r);
+    }
+    io_.restart();  // the rendezvous may have run it out of work
+    guard_.emplace(io_.get_executor());
+    thread_ = std::thread([this] { run_io(); });
+  }
+
+  tcp_impl(tcp_impl const&) = delete;
+  tcp_impl& operator=(tcp_impl const&) = delete;
+
+  ~tcp_impl() {
+    shut_down();
+    leave_group();
+  }
+
+  int rank() const noexcept { return o_.rank; }
+  std::uint16_t port() const { return acceptor_.local_endpoint().port(); }
+  int size() const noexcept { return o_.size; }
+  tcp_options const& options() const noexcept { return o_; }
+  void set_call(call_info const& c) noexcept { call_ = c; }
+
+  void send(int peer, tag tg, std::span<std::byte const> out) {
+    check_peer(peer, "send to");
+    std::unique_lock lock(mutex_);
+    throw_if_unusable(lock, "send to", peer);
+    if (peer == o_.rank) {
+      auto m = take_buffer(out.size());
+      m.call = call_;
+      if (!out.empty()) std::memcpy(m.data.get(), out.data(), out.size());
+      inbox_[key(peer, tg)].push_back(std::move(m));
+      return;
+    }
+    if (peers_[peer].finished)
+      throw transport_error(errc::peer_closed, prefix() + "send to " + peers_[peer].where + " (" +
+                                                   describe(call_) +
+                                                   "): that rank has already closed its transport");
+    lock.unlock();
+    tcp_write w;
+    frame_header h;
+    h.tag = static_cast<std::uint32_t>(tg);
+    h.source = o_.rank;
+    h.call = call_;
+    h.length = out.size();
+    h.encode(w.header.data());
+    w.payload = out;
+    asio::post(io_, [this, peer, &w] { enqueue(peer, &w); });
+    lock.lock();
+    auto deadline = std::chrono::steady_clock::now() + o_.timeout;
+    bool in_time = changed_.wait_until(lock, deadline, [&] { return w.done || unusable(); });
+    if (!w.done) {
+      if (!in_time)
+        poison(errc::timeout,
+               prefix() + "send to " + peers_[peer].where + " (" + std::to_string(out.size()) +
+                   " bytes, " + describe(call_) + ") timed out after " +
+                   format_duration(o_.timeout) + ": the peer does not read",
+               true);
+      // The frame may be half-written from our caller's buffer: close the socket and wait for
+      // the write to be cancelled before the buffer can go away.
+      asio::post(io_, [this, peer] { close_peer(peer); });
+      changed_.wait(lock, [&] { return w.done; });
+    }
+    if (w.ec) throw_if_unusable(lock, "send to", peer);
+  }
+
+  // A receive that finds nothing queued posts itself; the I/O thread then reads a matching
+  // frame's payload straight into `in` (no intermediate buffer, no copy). Anything else
+  // (another size or call: a mismatch) is queued as usual and reported from the queue.
+  void recv(int peer, tag tg, std::span<std::byte> in) {
+    check_peer(peer, "recv from");
+    std::unique_lock lock(mutex_);
+    auto deadline = std::chrono::steady_clock::now() + o_.timeout;
+    auto k = key(peer, tg);
+    tcp_posted_recv pr{peer, static_cast<std::uint32_t>(tg), in, call_};
+    for (;;) {
+      if (pr.st == tcp_posted_recv::done) return;
+      if (pr.st != tcp_posted_recv::claimed) {
+        if (unusable()) {
+          unpost(lock, pr);
+          throw_if_unusable(lock, "recv from", peer);
+        }
+        auto it = inbox_.find(k);
+        if (it != inbox_.end() && !it->second.empty()) {
+          unpost(lock, pr);
+          tcp_message m = std::move(it->second.front());
+          if (m.size != in.size() || !(m.call == call_)) {
+            auto what = prefix() + "expected " + std::to_string(in.size()) + " bytes for " +
+                        describe(call_) + " from " + peers_[peer].where + " (" + tag_text(tg) +
+                        "), but rank " + std::to_string(peer) + " sent " + std::to_string(m.size) +
+                        " bytes for " + describe(m.call);
+            it->second.front() = std::move(m);
+            poison(errc::mismatch, what, true);
+            throw transport_error(errc::mismatch, what);
+          }
+          it->second.pop_front();
+          lock.unlock();
+          if (!in.empty()) std::memcpy(in.data(), m.data.get(), in.size());
+          lock.lock();
+          give_buffer(std::move(m));
+          return;
+        }
+        if (peer != o_.rank && peers_[peer].finished) {
+          unpost(lock, pr);
+          throw transport_error(errc::peer_closed,
+                                prefix() + "recv from " + peers_[peer].where + " (" +
+                                    std::to_string(in.size()) + " bytes, " + tag_text(tg) + ", " +
+                                    describe(call_) +
+                                    "): that rank closed its transport without sending it");
+        }
+        if (peer != o_.rank && pr.st == tcp_posted_recv::idle && !in.empty()) {
+          pr.st = tcp_posted_recv::posted;
+          posted_ = &pr;
+        }
+      }
+      if (changed_.wait_until(lock, deadline) == std::cv_status::timeout) {
+        if (pr.st == tcp_posted_recv::done) return;
+        auto it = inbox_.find(k);
+        if (it != inbox_.end() && !it->second.empty()) continue;
+        auto what = prefix() + "recv from " + (peer == o_.rank ? "itself" : peers_[peer].where) +
+                    " (" + std::to_string(in.size()) + " bytes, " + tag_text(tg) + ", " +
+                    describe(call_) + ") timed out after " + format_duration(o_.timeout) +
+                    (pr.st == tcp_posted_recv::claimed ? " in the middle of the message" : "");
+        poison(errc::timeout, what, true);
+        unpost(lock, pr);
+        throw transport_error(errc::timeout, what);
+      }
+    }
+  }
+
+ private:
+  static std::uint64_t key(int peer, tag tg) {
+    return (static_cast<std::uint64_t>(static_cast<std::uint32_t>(peer)) << 32) |
+           static_cast<std::uint32_t>(tg);
+  }
+  static std::string tag_text(tag tg) {
+    auto v = static_cast<std::uint32_t>(tg);
+    return v >= tag_user_limit ? "library tag " + std::to_string(v) : "tag " + std::to_string(v);
+  }
+  std::string prefix() const { return "gcl: rank " + std::to_string(o_.rank) + ": "; }
+
+  void check_peer(int peer, char const* what) const {
+    if (peer < 0 || peer >= o_.size)
+      throw usage_error(prefix() + what + " rank " + std::to_string(peer) +
+                        ", but the world size is " + std::to_string(o_.size));
+  }
+
+  bool unusable() const { return poisoned_ || abort_->aborted; }
+
+  void throw_if_unusable(std::unique_lock<std::mutex>&, char const* what, int peer) {
+    if (poisoned_) throw transport_error(poison_code_, poison_what_);
+    if (abort_->aborted)
+      throw transport_error(errc::aborted, prefix() + what + " rank " + std::to_string(peer) +
+                                               " in " + describe(call_) +
+                                               " aborted: " + abort_->why());
+  }
+
+  // Under mutex_: withdraws a posted receive. If the I/O thread is reading into it, the
+  // connection is closed (the transport is failing anyway) and we wait for the read to stop,
+  // because the buffer belongs to our caller.
+  void unpost(std::unique_lock<std::mutex>& lock, tcp_posted_recv& pr) {
+    if (pr.st == tcp_posted_recv::claimed) {
+      asio::post(io_, [this, r = pr.source] { close_peer(r); });
+      changed_.wait(lock, [&] { return pr.st != tcp_posted_recv::claimed; });
+    }
+    if (posted_ == &pr) posted_ = nullptr;
+    if (pr.st == tcp_posted_recv::posted) pr.st = tcp_posted_recv::idle;
+  }
+
+  // Under mutex_. The first failure wins; later ones are usually its consequences. `tell`:
+  // also send the reason to every peer, so that ranks waiting on us fail now, not at timeout.
+  void poison(errc code, std::string const& what, bool tell) {
+    if (poisoned_) return;
+    poisoned_ = true;
+    poison_code_ = code;
+    poison_what_ = what;
+    changed_.notify_all();
+    if (!tell || abort_->aborted) return;
+    ++owned_writes_;  // until the frames are queued, so shut_down() waits for them
+    asio::post(io_, [this, code, what] {
+      for (int r = 0; r < o_.size; ++r) {
+        if (!peers_[r].socket || peers_[r].finished) continue;
+        auto* w = new tcp_write;
+        frame_header h;
+        h.type = frame_type::abort;
+        h.tag = static_cast<std::uint32_t>(code);
+        h.source = o_.rank;
+        h.length = what.size();
+        h.encode(w->header.data());
+        w->owned = true;
+        w->owned_payload = what;
+        w->payload = std::as_bytes(std::span(w->owned_payload));
+        enqueue(r, w);
+      }
+      std::lock_guard lock(mutex_);
+      --owned_writes_;
+      changed_.notify_all();
+    });
+  }
+
+  tcp_message take_buffer(std::size_t n) {
+    tcp_message m;
+    for (auto it = pool_.begin(); it != pool_.end(); ++it)
+      if (it->capacity >= n) {
+        m = std::move(*it);
+        pool_.erase(it);
+        break;
+      }
+    if (m.capacity < n) {
+      m.data.reset(new std::byte[n]);  // not value-initialised: every byte is overwritten
+      m.capacity = n;
+    }
+    m.size = n;
+    return m;
+  }
+  void give_buffer(tcp_message m) {
+    // A small pool: enough for steady-state collectives, not a hoard of huge buffers.
+    if (pool_.size() < 16 && m.capacity <= (std::size_t{64} << 20)) pool_.push_back(std::move(m));
+  }
+
+  // ---- I/O thread ----
+
+  void run_io() {
+    for (;;) {
+      try {
+        io_.run();
+        return;
+      } catch (std::exception const& e) {
+        std::lock_guard lock(mutex_);
+        poison(errc::protocol, prefix() + "I/O thread failed: " + e.what(), true);
+      }
+    }
+  }
+
+  void enqueue(int r, tcp_write* w) {
+    auto& p = peers_[r];
+    if (!p.socket || !p.socket->is_open()) return complete(w, asio::error::not_connected);
+    p.writes.push_back(w);
+    if (w->owned) {
+      std::lock_guard lock(mutex_);
+      ++owned_writes_;
+    }
+    if (p.writes.size() == 1) start_write(r);
+  }
+
+  void start_write(int r) {
+    auto& p = peers_[r];
+    tcp_write* w = p.writes.front();
+    std::array<asio::const_buffer, 2> bufs{asio::buffer(w->header),
+                                           asio::buffer(w->payload.data(), w->payload.size())};
+    asio::async_write(*p.socket, bufs, transfer_all_large{},
+                      [this, r](boost::system::error_code ec, std::size_t) {
+                        auto& p = peers_[r];
+                        tcp_write* w = p.writes.front();
+                        p.writes.pop_front();
+                        if (!ec && w->shutdown_after)
+                          p.socket->shutdown(tcp::socket::shutdown_send, ec);
+                        if (ec && !closing_) {
+                          std::lock_guard lock(mutex_);
+                          poison(errc::peer_closed,
+                                 prefix() + "send to " + p.where + " failed: " + ec.message() +
+                                     " (did that rank exit or get killed?)",
+                                 false);
+                        }
+                        if (w->owned) {
+                          std::lock_guard lock(mutex_);
+                          --owned_writes_;
+                          changed_.notify_all();
+                        }
+                        complete(w, ec);
+                        if (!p.writes.empty()) {
+                          if (p.socket->is_open())
+                            start_write(r);
+                          else
+                            while (!p.writes.empty()) {
+                              auto* next = p.writes.front();
+                              p.writes.pop_front();
+                              complete(next, asio::error::not_connected);
+                            }
+                        }
+                      });
+  }
+
+  void complete(tcp_write* w, boost::system::error_code ec) {
+    if (w->owned) return delete w;
+    std::lock_guard lock(mutex_);  // after this, `w` (on the sender's stack) may be gone
+    w->ec = ec;
+    w->done = true;
+    changed_.notify_all();
+  }
+
+  void close_peer(int r) {
+    boost::system::error_code ec;
+    if (peers_[r].socket) peers_[r].socket->close(ec);
+  }
+
+  void read_header(int r) {
+    auto& p = peers_[r];
+    asio::async_read(*p.socket, asio::buffer(p.rx_header),
+                     [this, r](boost::system::error_code ec, std::size_t) { on_header(r, ec); });
+  }
+
+  void on_header(int r, boost::system::error_code ec) {
+    auto& p = peers_[r];
+    if (ec) return on_read_error(r, ec);
+    p.rx = frame_header::decode(p.rx_header.data());
+    if (p.rx.magic != frame_magic || p.rx.version != wire_version || p.rx.source != r) {
+      std::lock_guard lock(mutex_);
+      poison(errc::protocol,
+             prefix() + "garbage on the connection with " + p.where +
+                 " (wrong frame magic, version or source)",
+             true);
+      return close_peer(r);
+    }
+    if (p.rx.type == frame_type::bye) {
+      std::lock_guard lock(mutex_);
+      p.finished = true;
+      changed_.notify_all();
+      return read_header(r);  // until EOF
+    }
+    std::byte* into;
+    {
+      std::lock_guard lock(mutex_);
+      auto* pr = posted_;
+      p.rx_direct = p.rx.type == frame_type::data && pr != nullptr &&
+                    pr->st == tcp_posted_recv::posted && pr->source == r && pr->tg == p.rx.tag &&
+                    pr->in.size() == p.rx.length && pr->call == p.rx.call;
+      if (p.rx_direct) {
+        auto it = inbox_.find(key(r, tag{p.rx.tag}));
+        p.rx_direct = it == inbox_.end() || it->second.empty();  // FIFO: never overtake
+      }
+      if (p.rx_direct) {
+        pr->st = tcp_posted_recv::claimed;
+        into = pr->in.data();
+      } else {
+        p.rx_message = take_buffer(p.rx.length);
+        p.rx_message.call = p.rx.call;
+        into = p.rx_message.data.get();
+      }
+    }
+    if (p.rx.length == 0) return on_payload(r, {});
+    asio::async_read(*p.socket, asio::buffer(into, p.rx.length), transfer_all_large{},
+                     [this, r](boost::system::error_code ec, std::size_t) { on_payload(r, ec); });
+  }
+
+  void on_payload(int r, boost::system::error_code ec) {
+    auto& p = peers_[r];
+    if (p.rx_direct) {
+      p.rx_direct = false;
+      {
+        std::lock_guard lock(mutex_);
+        posted_->st = ec ? tcp_posted_recv::failed : tcp_posted_recv::done;
+        posted_ = nullptr;
+        changed_.notify_all();
+      }
+      if (ec) return on_read_error(r, ec);
+      return read_header(r);
+    }
+    if (ec) return on_read_error(r, ec);
+    std::lock_guard lock(mutex_);
+    if (p.rx.type == frame_type::abort) {
+      std::string text(reinterpret_cast<char const*>(p.rx_message.data.get()), p.rx.length);
+      auto code = static_cast<errc>(p.rx.tag) == errc::mismatch ? errc::mismatch : errc::aborted;
+      poison(code, prefix() + p.where + " failed, so this job is over. Its error: " + text, false);
+      return;
+    }
+    inbox_[key(r, tag{p.rx.tag})].push_back(std::move(p.rx_message));
+    changed_.notify_all();
+    read_header(r);
+  }
+
+  void on_read_error(int r, boost::system::error_code ec) {
+    auto& p = peers_[r];
+    std::lock_guard lock(mutex_);
+    if (closing_ || ec == asio::error::operation_aborted) return;
+    if (p.finished) return;  // the EOF after its bye
+    poison(errc::peer_closed,
+           prefix() + "lost " + p.where + ": " +
+               (ec == asio::error::eof ? std::string("connection closed") : ec.message()) +
+               " before it finished (the process exited, crashed or was killed)",
+           true);  // ranks that wait on us, not on the lost rank, learn which rank was lost
+    changed_.notify_all();
+  }
+
+  // Says bye to every peer (after any queued frames), waits for the bytes to leave, closes.
+  void shut_down() {
+    if (!thread_.joinable()) return;
+    bool graceful;
+    {
+      std::lock_guard lock(mutex_);
+      graceful = !poisoned_ && !abort_->aborted;
+      // Destroyed by an exception on its way out of this rank: the peers must not take that
+      // for a clean finish (they would report a missing message); tell them this rank failed.
+      if (graceful && std::uncaught_exceptions() > 0) {
+        poison(errc::aborted,
+               prefix() +
+                   "left the job because an exception is propagating "
+                   "through it (see that rank's error)",
+               true);
+        graceful = false;
+      }
+    }
+    if (graceful) {
+      {
+        std::lock_guard lock(mutex_);
+        ++owned_writes_;  // until the byes are queued
+      }
+      asio::post(io_, [this] {
+        for (int r = 0; r < o_.size; ++r) {
+          if (!peers_[r].socket || !peers_[r].socket->is_open()) continue;
+          auto* w = new tcp_write;
+          frame_header h;
+          h.type = frame_type::bye;
+          h.source = o_.rank;
+          h.encode(w->header.data());
+          w->owned = true;
+          w->shutdown_after = true;
+          enqueue(r, w);
+        }
+        std::lock_guard lock(mutex_);
+        --owned_writes_;
+        changed_.notify_all();
+      });
+    }
+    {
+      // Abort frames to peers (poisoned) or byes must reach the kernel before we close.
+      std::unique_lock lock(mutex_);
+      // Small frames behind no data (every send completed before returning): this is quick
+      // unless a peer stopped reading, which the timeout bounds. Closing earlier would make
+      // peers report a lost rank instead of the error that the abort frame carries.
+      changed_.wait_for(lock, o_.timeout, [&] { return owned_writes_ == 0; });
+      closing_ = true;
+    }
+    asio::post(io_, [this] {
+      boost::system::error_code ec;
+      acceptor_.close(ec);
+      for (auto& p : peers_)
+        if (p.socket) p.socket->close(ec);
+      io_.stop();
+    });
+    guard_.reset();
+    thread_.join();
+  }
+
+  void leave_group() {
+    std::lock_guard lock(abort_->mutex);
+    std::erase_if(abort_->members, [this](auto const& m) { return m.first == this; });
+  }
+
+  tcp_options o_;
+  std::shared_ptr<tcp_abort_state> abort_;
+  asio::io_context io_;  // first: destroyed after every socket and handler that uses it
+  tcp::acceptor acceptor_;
+  std::shared_ptr<tcp_rendezvous> rendezvous_;  // keeps refusing strangers after the rendezvous
+  std::vector<tcp_peer> peers_;
+  std::optional<asio::executor_work_guard<asio::io_context::executor_type>> guard_;
+  std::thread thread_;
+
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::unordered_map<std::uint64_t, std::deque<tcp_message>> inbox_;
+  std::vector<tcp_message> pool_;
+  tcp_posted_recv* posted_ = nullptr;  // at most one: recv blocks its only caller
+  int owned_writes_ = 0;
+  bool poisoned_ = false, closing_ = false;
+  errc poison_code_{};
+  std::string poison_what_;
+  call_info call_{};
+};
+
+}  // namespace detail
+
+}  // namespace gcl
