@@ -5,7 +5,8 @@
 //                               $GCL_WORKER_DIR/<rank>.pid after the first (for kill tests)
 //   tcp_worker algorithms       all_reduce with every algorithm and several sizes, checked exactly
 //   tcp_worker pingpong         send/recv ping-pong between ranks 0 and 1: one-way us, GB/s
-//   tcp_worker bench [reps] [max_bytes]  tree vs ring all_reduce time per size, beside the cost model
+//   tcp_worker bench [reps] [max_bytes]  tree vs ring all_reduce time per size, beside the cost
+//   model
 //                               calibrated on this very link (rank 0 prints a table)
 //
 // Any gcl error is printed on stderr as "rank R: what" and the exit code is 1.
@@ -144,9 +145,13 @@ int bench(comm_t& comm, int reps, std::size_t max_bytes) {
   int p = comm.size();
   if (comm.rank() == 0) {
     std::printf(
-        "# P=%d, calibrated on this link: alpha=%.1f us, beta=%.3f ns/B (%.1f MB/s), "
-        "gamma=%.3f ns/B\n",
-        p, model.alpha * 1e6, model.beta * 1e9, 1e-6 / model.beta, model.gamma * 1e9);
+        "# P=%d, calibrated on this link: alpha=%.1f us, latency=%.1f us, beta=%.3f ns/B "
+        "(%.1f MB/s), gamma=%.3f ns/B, parallelism=%.2f\n",
+        p, model.alpha * 1e6, model.latency * 1e6, model.beta * 1e9, 1e-6 / model.beta,
+        model.gamma * 1e9, model.parallelism);
+    std::printf(
+        "# model columns use parallelism 0: every rank has its own shaped link, as on "
+        "separate machines (only the CPUs are shared here)\n");
     std::printf("%12s %12s %12s %12s %12s %8s %8s\n", "bytes", "tree_ms", "tree_model", "ring_ms",
                 "ring_model", "faster", "model");
   }
@@ -155,6 +160,7 @@ int bench(comm_t& comm, int reps, std::size_t max_bytes) {
     int r = bytes >= (std::size_t{1} << 20) ? std::max(3, reps / 4) : reps;
     double tree = time_all_reduce(comm, gcl::tree{}, n, r);
     double ring = time_all_reduce(comm, gcl::ring{}, n, r);
+    model.parallelism = 0;
     double mt = model.predict(gcl::tree{}, p, bytes, sizeof(float));
     double mr = model.predict(gcl::ring{}, p, bytes, sizeof(float));
     if (comm.rank() == 0)
@@ -181,7 +187,8 @@ int main(int argc, char** argv) {
       return bench(comm, argc > 2 ? std::atoi(argv[2]) : 20,
                    argc > 3 ? std::strtoull(argv[3], nullptr, 10) : std::size_t{16} << 20);
     if (mode == "pingpong") return pingpong(comm);
-    std::fprintf(stderr, "usage: %s loop N [count] | algorithms | pingpong | bench [reps] [max_bytes]\n",
+    std::fprintf(stderr,
+                 "usage: %s loop N [count] | algorithms | pingpong | bench [reps] [max_bytes]\n",
                  argv[0]);
     return 2;
   } catch (std::exception const& e) {
