@@ -363,7 +363,7 @@ class tcp_impl {
                           poison(errc::peer_closed,
                                  prefix() + "send to " + p.where + " failed: " + ec.message() +
                                      " (did that rank exit or get killed?)",
-                                 false);
+                                 true);
                         }
                         if (w->owned) {
                           std::lock_guard lock(mutex_);
@@ -464,7 +464,9 @@ class tcp_impl {
     if (p.rx.type == frame_type::abort) {
       std::string text(reinterpret_cast<char const*>(p.rx_message.data.get()), p.rx.length);
       auto code = static_cast<errc>(p.rx.tag) == errc::mismatch ? errc::mismatch : errc::aborted;
-      poison(code, prefix() + p.where + " failed, so this job is over. Its error: " + text, false);
+      poison(code, prefix() + p.where + " failed, so this job is over. Its error: " + text,
+             true);  // passed on: a rank that only hears of it from us (we exit next) still learns
+                     // the cause
       return;
     }
     inbox_[key(r, tag{p.rx.tag})].push_back(std::move(p.rx_message));
