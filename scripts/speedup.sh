@@ -9,7 +9,8 @@
 #
 # Environment (defaults): BUILD_DIR (build), WORLD_SIZES ("1 2 4 8"), SEEDS (1), BATCH (32),
 # LR (0.05), EVAL_EVERY (25), ALGORITHM (ring), SYNC (params), TRANSPORT (inproc),
-# OPTIMIZER (sgd), TARGET (0.97), OUT (out/speedup), PNG ($OUT/speedup.png),
+# OPTIMIZER (sgd), TARGET (0.97), MAX_ITERATIONS (4000: a run that has not reached the target
+# by then counts as not reached, "-" in the table), OUT (out/speedup), PNG ($OUT/speedup.png),
 # LR_SCALING (none; "linear" runs world size N with step size N * LR, the linear scaling rule,
 # which is not the homework's setting but shows where its speedup goes), TABLE_ONLY (set to 1
 # to rebuild the table and plot from the outputs already in $OUT, without training).
@@ -31,6 +32,7 @@ target="${TARGET:-0.97}"
 out="${OUT:-$repo/out/speedup}"
 png="${PNG:-$out/speedup.png}"
 scaling="${LR_SCALING:-none}"
+max_iterations="${MAX_ITERATIONS:-4000}"
 
 trainer="$build/example/lenet5/train_lenet5"
 table_only="${TABLE_ONLY:-0}"
@@ -53,7 +55,7 @@ for seed in $seeds; do
     args=(--data "$repo/data/mnist" --world-size "$n" --transport "$transport"
           --algorithm "$algorithm" --sync "$sync" --optimizer "$optimizer" --lr "$lr_n"
           --batch "$batch" --seed "$seed" --target-accuracy "$target" --eval-every "$every"
-          --max-iterations 20000 --log "$log" --quiet)
+          --max-iterations "$max_iterations" --log "$log" --quiet)
     [[ "$table_only" == 1 ]] || "$trainer" "${args[@]}" 2>&1 | tee "$out/n$n-seed$seed.txt" || true
     result=$(grep '^RESULT' "$out/n$n-seed$seed.txt") || true
     [[ -n "$result" ]] || { echo "speedup: world size $n failed" >&2; exit 1; }
@@ -63,7 +65,8 @@ for seed in $seeds; do
   done
 done
 
-median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
+# Median of the values that are not -1 (not reached); "-" if all are.
+median() { tr ' ' '\n' | { grep -v -e '^$' -e '^-1$' || true; } | sort -g | awk '{a[NR]=$1} END {print NR == 0 ? -1 : (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
 collect() { local v="" s; for s in $seeds; do eval "v+=\" \${$1[$2,\$s]}\""; done; echo "$v"; }
 
 table="$out/speedup.txt"
@@ -77,8 +80,10 @@ table="$out/speedup.txt"
     t=$(collect tsecs "$n" | median)
     i=$(collect ips "$n" | median)
     c=$(collect comm "$n" | median)
-    awk -v n="$n" -v k="$k" -v k1="$k1" -v s="$s" -v t="$t" -v i="$i" -v c="$c" -v all="$(collect kstar "$n")" \
-      'BEGIN { printf "%4d %8g %8.2f %9.1f %9.1f %10.0f %5.0f%%  %s\n", n, k, (k > 0 ? k1 / k : 0), s, t, i, 100 * c, all }'
+    awk -v n="$n" -v k="$k" -v k1="$k1" -v s="$s" -v t="$t" -v i="$i" -v c="$c" -v all="$(collect kstar "$n")" -v m="$max_iterations" \
+      'BEGIN { gsub(/-1/, "-", all)
+               if (k > 0) printf "%4d %8g %8.2f %9.1f %9.1f %10.0f %5.0f%%  %s\n", n, k, k1 / k, s, t, i, 100 * c, all
+               else printf "%4d %8s %8s %9s %9s %10.0f %5.0f%%  %s (not reached in %d iterations)\n", n, "-", "-", "-", "-", i, 100 * c, all, m }'
   done
 } | tee "$table"
 
