@@ -133,6 +133,24 @@ int main(int argc, char** argv) {
                 2 * (P - 1) * p, "2(P-1)", 2 * (n - 1)},
                es);
   {
+    // The pipelined ring: each chunk of c elements travels as max(1, ceil(c / s)) segments.
+    constexpr std::size_t seg_bytes = 1 << 16;
+    u64 const s = seg_bytes / es, big = many ? (p + P - 1) / P : 0, small = many ? p / P : 0;
+    u64 segments = 0, lo = many ? ~u64{0} : 0;
+    for (u64 c = 0; c < P && many; ++c) {
+      u64 const len = p / P + (c < p % P ? 1 : 0);
+      segments += std::max<u64>(1, (len + s - 1) / s);
+      lo = std::min(lo, len <= s ? len : (len % s == 0 ? s : len % s));  // smallest segment
+    }
+    bool const whole = big <= s;  // segments only when a chunk exceeds one segment
+    (void)small;
+    ok &= report("ring{.segment_bytes=64KiB}", n,
+                 measure(n, p, gcl::ring{.segment_bytes = seg_bytes}),
+                 {"2(P-1)sum_c ceil(c/s)", whole ? 2 * P * (P - 1) : 2 * (P - 1) * segments,
+                  "<= s=16384", lo, whole ? big : s, 2 * (P - 1) * p, "2(P-1)", 2 * (n - 1)},
+                 es);
+  }
+  {
     u64 const q = u64{1} << floor_log2(n), r = P - q, l = static_cast<u64>(floor_log2(n));
     int const rd_rounds = static_cast<int>(l) + (r == 0 ? 0 : r > q / 2 ? 2 : 1);
     ok &= report("recursive_doubling", n, measure(n, p, gcl::recursive_doubling{}),
