@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # gcl over a real network stack: one rank per network namespace, the namespaces joined by veth
-# pairs to a bridge that lives in a namespace of its own, addresses 10.77.0.0/24 that exist
-# only inside these namespaces (nothing is added to the host's namespace, nothing is routed).
+# pairs to a bridge that lives in a namespace of its own, addresses 10.77.0.0/24 and
+# fd00:77::/64 that exist only inside these namespaces (nothing is added to the host's
+# namespace, nothing is routed). Runs over IPv4, then over IPv6.
 # Runs all_reduce with every algorithm across them and checks the results exactly.
 #
 #   tcp_netns.sh path/to/tcp_worker [ranks]      (root; exit 77 = skipped)
 #
-# Also used by benchmark/tcp/shaped.sh through GCL_NETNS_KEEP=1 / the functions below.
 # Needs iproute2 (ip). Namespaces are always removed on exit.
 set -u
 worker=${1:?usage: tcp_netns.sh path/to/tcp_worker [ranks]}
@@ -36,6 +36,7 @@ for ((i = 0; i < ranks; ++i)); do
   ip -n "$id-br" link set "p$i" master br0 up
   ip -n "$ns" link set lo up
   ip -n "$ns" addr add "10.77.0.$((i + 1))/24" dev eth0
+  ip -n "$ns" addr add "fd00:77::$((i + 1))/64" dev eth0 nodad 2>/dev/null || no_v6=1
   ip -n "$ns" link set eth0 up
 done
 set +e
@@ -47,14 +48,14 @@ for _ in $(seq 50); do
 done
 
 out=$(mktemp -d)
-run_job() {  # run_job label args...: one rank per namespace, all must exit 0
-  local label=$1 pids=() i code=0
-  shift
+run_job() {  # run_job label master_addr args...: one rank per namespace, all must exit 0
+  local label=$1 master=$2 pids=() i code=0
+  shift 2
   for ((i = 0; i < ranks; ++i)); do
     # Half the ranks pick their address by interface name, half by the route to rank 0.
     local iface=""
     ((i % 2 == 1)) && iface=eth0
-    ip netns exec "$id-r$i" env GCL_RANK=$i GCL_WORLD_SIZE=$ranks GCL_MASTER_ADDR=10.77.0.1 \
+    ip netns exec "$id-r$i" env GCL_RANK=$i GCL_WORLD_SIZE=$ranks GCL_MASTER_ADDR="$master" \
       GCL_MASTER_PORT=29577 GCL_TOKEN="$id" GCL_TIMEOUT=30 GCL_INTERFACE="$iface" \
       "$worker" "$@" >"$out/$i" 2>&1 &
     pids+=($!)
@@ -66,8 +67,17 @@ run_job() {  # run_job label args...: one rank per namespace, all must exit 0
   return $code
 }
 
-run_job "$ranks namespaces" algorithms || { echo FAIL; exit 1; }
-for ((i = 0; i < ranks; ++i)); do
-  grep -q "all_reduce with every algorithm on $ranks ranks: OK" "$out/$i" || { echo "FAIL: rank $i"; exit 1; }
-done
+check_all() {
+  for ((i = 0; i < ranks; ++i)); do
+    grep -q "all_reduce with every algorithm on $ranks ranks: OK" "$out/$i" || { echo "FAIL: rank $i ($1)"; exit 1; }
+  done
+}
+run_job "$ranks namespaces, IPv4" 10.77.0.1 algorithms || { echo FAIL; exit 1; }
+check_all IPv4
+if [[ -z "${no_v6:-}" ]]; then
+  run_job "$ranks namespaces, IPv6" fd00:77::1 algorithms || { echo FAIL; exit 1; }
+  check_all IPv6
+else
+  echo "(no IPv6 in these namespaces: IPv6 part skipped)"
+fi
 echo PASS

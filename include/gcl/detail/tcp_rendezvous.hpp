@@ -79,11 +79,13 @@ inline asio::ip::address interface_address(std::string const& name, address_fami
       asio::ip::address_v4::bytes_type b;
       std::memcpy(b.data(), &s->sin_addr, 4);
       v4 = asio::ip::address_v4(b);
-    } else if (i->ifa_addr->sa_family == AF_INET6 && !v6) {
+    } else if (i->ifa_addr->sa_family == AF_INET6) {
       auto* s = reinterpret_cast<sockaddr_in6 const*>(i->ifa_addr);
       asio::ip::address_v6::bytes_type b;
       std::memcpy(b.data(), &s->sin6_addr, 16);
-      v6 = asio::ip::address_v6(b, s->sin6_scope_id);
+      asio::ip::address_v6 a(b, s->sin6_scope_id);
+      // A routable address beats a link-local one, which other hosts reach only with a scope.
+      if (!v6 || (v6->is_link_local() && !a.is_link_local())) v6 = a;
     }
   }
   freeifaddrs(list);
