@@ -85,7 +85,7 @@ inline asio::ip::address interface_address(std::string const& name, address_fami
       std::memcpy(b.data(), &s->sin6_addr, 16);
       asio::ip::address_v6 a(b, s->sin6_scope_id);
       // A routable address beats a link-local one, which other hosts reach only with a scope.
-      if (!v6 || (v6->is_link_local() && !a.is_link_local())) v6 = a;
+      if (!v6 || (v6->to_v6().is_link_local() && !a.is_link_local())) v6 = a;
     }
   }
   freeifaddrs(list);
