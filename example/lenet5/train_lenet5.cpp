@@ -130,7 +130,7 @@ int main(int argc, char** argv) {
           return 2;
         }
       std::printf("final parameters bit-identical on all %d rank(s) (hash %016llx)\n", world,
-                  static_cast<unsigned long long>(lenet5::detail::fnv1a(results[0].parameters)));
+                  static_cast<unsigned long long>(lenet5::parameter_hash(results[0].parameters)));
       summary(cfg, world, results[0]);
       return results[0].k_star >= 0 || cfg.target_accuracy == 0 ? 0 : 1;
     }

@@ -78,14 +78,18 @@ struct train_result {
   std::vector<float> parameters;  ///< the final parameters of this rank
 };
 
-namespace detail {
-
-inline std::uint64_t fnv1a(std::span<float const> v) {
+/// A 64-bit FNV-1a hash of the parameters' bytes: equal hashes on all ranks is how the trainer
+/// checks that they are bit-identical.
+///
+///     std::uint64_t h = lenet5::parameter_hash(params);
+inline std::uint64_t parameter_hash(std::span<float const> v) {
   std::uint64_t h = 1469598103934665603ull;
   auto const* p = reinterpret_cast<unsigned char const*>(v.data());
   for (std::size_t i = 0; i < v.size_bytes(); ++i) h = (h ^ p[i]) * 1099511628211ull;
   return h;
 }
+
+namespace detail {
 
 // Normalised float images (B, 28, 28) from the byte images at `index`.
 inline void make_batch(image_set const& s, std::span<std::size_t const> index, float* x,
@@ -191,7 +195,7 @@ train_result train(Comm& comm, mnist const& data, train_config const& cfg) {
     }
     reduce.sum(stats);
     // Bit-identity of the ranks: min and max of a hash of the parameters must agree.
-    std::uint64_t const h = detail::fnv1a(params);
+    std::uint64_t const h = parameter_hash(params);
     std::vector<std::uint64_t> mm{h, ~h};
     reduce.min(mm);
     if (mm[0] != ~mm[1])
