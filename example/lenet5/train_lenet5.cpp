@@ -18,6 +18,10 @@
 
 #include "trainer.hpp"
 
+#ifndef LENET5_DEFAULT_DATA
+#define LENET5_DEFAULT_DATA "data/mnist"
+#endif
+
 #ifdef LENET5_HAS_TCP
 #include <gcl/transport/tcp.hpp>
 #endif
@@ -68,9 +72,10 @@ void summary(lenet5::train_config const& cfg, int world, lenet5::train_result co
 
 int main(int argc, char** argv) {
   CLI::App app{"Distributed SGD for LeNet-5 on MNIST over gcl"};
+  app.option_defaults()->always_capture_default();
   lenet5::train_config cfg;
   int world = 1, threads = 1, timeout_s = 120;
-  std::string transport = "inproc", data_dir = "data/mnist";
+  std::string transport = "inproc", data_dir = LENET5_DEFAULT_DATA;
   bool quiet = false;
   app.add_option("--world-size,-n", world, "number of ranks (threads with --transport inproc)")
       ->check(CLI::Range(1, 1024));
