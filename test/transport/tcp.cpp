@@ -398,6 +398,28 @@ BOOST_AUTO_TEST_CASE(rendezvous_times_out_naming_address_and_missing_ranks) {
   }
 }
 
+BOOST_AUTO_TEST_CASE(bad_interface_or_bind_address_is_named) {
+  gcl::tcp_options o;
+  o.timeout = 2s;
+  o.interface_name = "nosuchif9";
+  try {
+    tcp_transport t(o);
+    BOOST_FAIL("no error");
+  } catch (gcl::transport_error const& e) {
+    BOOST_TEST((e.code() == gcl::errc::connection_refused));
+    BOOST_TEST(contains(e.what(), "'nosuchif9'"), e.what());
+  }
+  o.interface_name.clear();
+  o.bind_address = "eth0";
+  BOOST_CHECK_EXCEPTION(tcp_transport{o}, gcl::usage_error, [](auto const& e) {
+    return contains(e.what(), "bind address 'eth0' is not an IP address");
+  });
+  o.bind_address = "127.0.0.1";  // a valid one works, and port() reports the port
+  tcp_transport t(o);
+  BOOST_TEST(t.port() != 0);
+  BOOST_TEST(t.size() == 1);
+}
+
 BOOST_AUTO_TEST_CASE(from_env_reads_gcl_then_common_then_launcher_variables) {
   auto env = [](std::map<std::string, std::string> m) {
     return [m](char const* n) -> char const* {

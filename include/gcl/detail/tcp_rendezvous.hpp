@@ -126,7 +126,7 @@ class tcp_rendezvous : public std::enable_shared_from_this<tcp_rendezvous> {
       wait([&] { return joined_ == o_.size - 1; },
            [&] {
              return "waiting at " + endpoint_text(acceptor_.local_endpoint()) + " for " +
-                    missing("join") + " to join (" + std::to_string(joined_) + " of " +
+                    missing() + " to join (" + std::to_string(joined_) + " of " +
                     std::to_string(o_.size - 1) + " joined)";
            });
       send_tables();
@@ -136,7 +136,7 @@ class tcp_rendezvous : public std::enable_shared_from_this<tcp_rendezvous> {
       connect_to(0, master_);
       wait([&] { return connected_ == o_.size - 1; },
            [&] {
-             return last_attempt_.empty() ? "waiting for " + missing("connect") + " to connect"
+             return last_attempt_.empty() ? "waiting for " + missing() + " to connect"
                                           : last_attempt_;
            });
     }
@@ -152,12 +152,12 @@ class tcp_rendezvous : public std::enable_shared_from_this<tcp_rendezvous> {
     std::vector<std::byte> table;
   };
 
-  std::string missing(char const* what) const {
+  // "ranks 2, 3": who has not connected yet (the first 8).
+  std::string missing() const {
     std::string s;
     int n = 0;
     for (int r = 0; r < o_.size; ++r)
       if (r != o_.rank && !peers_[r] && n++ < 8) s += (s.empty() ? "" : ", ") + std::to_string(r);
-    (void)what;
     return (n == 1 ? "rank " : "ranks ") + s + (n > 8 ? ", ..." : "");
   }
 
