@@ -174,9 +174,9 @@ inline double median(std::vector<double>& v) {
 
 /// Measures the model on `comm`, collectively (every rank must call it):
 ///  - alpha, beta, latency: ranks 0 and 1 ping-pong messages of `small_bytes` and
-///    `large_bytes` (median round trips: the two sizes give the per-byte time beta); rank 0
-///    times a burst of small eager sends (the per-message overhead alpha); the rest of the
-///    small one-way time is the per-round latency;
+///    `large_bytes` (median round trips: the two sizes give the per-byte time beta); a stream
+///    of 33 small messages against a single one gives the per-message cost alpha (the slower
+///    of sending and receiving one); the rest of the small one-way time is the latency;
 ///  - gamma: rank 0 alone times a float sum over `large_bytes`;
 ///  - parallelism: then every rank runs the same sum at once; if the slowest takes c times
 ///    rank 0's solo time, only P / c ranks really run at once (threads sharing cores);
@@ -217,24 +217,30 @@ cost_model calibrate(communicator<Transport>& comm, calibrate_options const& opt
     double const small = round_trip(opts.small_bytes) / 2, large = round_trip(opts.large_bytes) / 2;
     double const extra = static_cast<double>(opts.large_bytes - opts.small_bytes);
     m.beta = std::max((large - small) / extra, 1e-13);
-    constexpr int burst = 32;
+    // A stream of `burst` small messages answered by one reply, against a single message
+    // answered by one reply: the difference is burst - 1 times the per-message cost of the
+    // slower side of the pipeline (sender's or receiver's handling), the LogP "gap".
+    constexpr int burst = 33;
     auto b = buf.first(opts.small_bytes);
-    std::vector<double> t;
-    for (int i = -1; i < std::max(reps / 2, 3); ++i) {
-      auto start = clock::now();
-      for (int k = 0; k < burst; ++k)
-        if (me == 0)
-          comm.send(1, std::span<std::byte const>(b), detail::collective_tag);
-        else
-          comm.recv(0, b, detail::collective_tag);
-      if (i >= 0) t.push_back(seconds(start) / burst);
-      if (me == 0)
-        comm.recv(1, b, detail::collective_tag);  // the burst is consumed
-      else
-        comm.send(0, std::span<std::byte const>(b), detail::collective_tag);
-    }
+    auto stream = [&](int k) {
+      std::vector<double> t;
+      for (int i = -1; i < std::max(reps, 3); ++i) {
+        auto start = clock::now();
+        if (me == 0) {
+          for (int j = 0; j < k; ++j)
+            comm.send(1, std::span<std::byte const>(b), detail::collective_tag);
+          comm.recv(1, b, detail::collective_tag);
+        } else {
+          for (int j = 0; j < k; ++j) comm.recv(0, b, detail::collective_tag);
+          comm.send(0, std::span<std::byte const>(b), detail::collective_tag);
+        }
+        if (i >= 0) t.push_back(seconds(start));
+      }
+      return detail::median(t);
+    };
+    double const one = stream(1), many = stream(burst);
     double const one_way = small - static_cast<double>(opts.small_bytes) * m.beta;
-    m.alpha = std::clamp(detail::median(t), 1e-9, std::max(one_way, 1e-9));
+    m.alpha = std::clamp((many - one) / (burst - 1), 1e-9, std::max(one_way, 1e-9));
     m.latency = std::max(one_way - m.alpha, 0.0);
   }
   std::size_t const n = std::max<std::size_t>(opts.large_bytes / sizeof(float), 1);
