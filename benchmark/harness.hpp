@@ -29,6 +29,7 @@
 #include <gcl/collective/broadcast.hpp>
 #include <gcl/collective/reduce_scatter.hpp>
 #include <gcl/communicator.hpp>
+#include <gcl/cost_model.hpp>
 #include <gcl/op.hpp>
 #include <gcl/spawn.hpp>
 #include <gcl/transport/inproc.hpp>
@@ -55,10 +56,15 @@
 #include <gcl/transport/tcp.hpp>
 #endif
 
+#include <pthread.h>
+#include <sched.h>
+
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <tuple>
 #include <vector>
 
@@ -100,6 +106,8 @@ struct gcl_options : options {
   std::string algorithm;  ///< empty: the collective's default
   int world_size = 2;
   double timeout_s = 60;
+  std::string bind = "auto";  ///< auto (as Open MPI: core if P <= cores, else none), core, none
+  bool calibrate = false;     ///< calibrate the cost model on the live transport first
 };
 
 namespace detail {
@@ -136,9 +144,30 @@ std::uint64_t collect(Comm& comm, std::vector<double>& times, std::uint64_t wron
   return wrong;
 }
 
+// The cost model's all_reduce prediction in microseconds, or NaN where it has none.
+template <class Call, class Alg>
+double predicted_us(gcl::cost_model const& m, Alg const& alg, int p, std::uint64_t count,
+                    std::size_t es) {
+  if constexpr (Call::kind == collective::all_reduce &&
+                requires { m.predict(alg, p, std::size_t{}, std::size_t{}); })
+    return m.predict(alg, p, static_cast<std::size_t>(count * es), es) * 1e6;
+  else
+    return std::numeric_limits<double>::quiet_NaN();
+}
+
+// `automatic` decides from the same model the prediction column shows.
+template <class Alg>
+Alg with_model(Alg alg, gcl::cost_model const& m) {
+  if constexpr (requires { alg.model = m; }) alg.model = m;
+  return alg;
+}
+
 template <class Call, class Comm, class T, class Op, class Alg>
-std::uint64_t sweep(Comm& comm, gcl_options const& o, Op const& op, Alg const& alg,
+std::uint64_t sweep(Comm& comm, gcl_options const& o, Op const& op, Alg const& alg0,
                     std::string const& impl) {
+  gcl::cost_model model{};
+  if (o.calibrate) model = gcl::calibrate(comm);
+  Alg const alg = with_model(alg0, model);
   int const me = comm.rank(), p = comm.size();
   constexpr collective kind = Call::kind;
   printer out(o, kind, p, impl, std::string(Alg::name));
@@ -161,7 +190,11 @@ std::uint64_t sweep(Comm& comm, gcl_options const& o, Op const& op, Alg const& a
       t = seconds_since(t0);
     }
     wrong = collect(comm, times, wrong);
-    if (me == 0) out.print(out.make_row(n, times, wrong));
+    if (me == 0) {
+      row r = out.make_row(n, times, wrong);
+      r.pred_us = predicted_us<Call>(model, alg, p, n, sizeof(T));
+      out.print(r);
+    }
   }
   if (me == 0) out.end();
   return out.total_wrong();
@@ -236,6 +269,18 @@ std::uint64_t run_rank(Comm& comm, gcl_options const& o, std::string const& impl
   return wrong;
 }
 
+// Pins the calling thread (a rank) to core `rank mod cores`, as Open MPI binds its processes
+// by default when they do not outnumber the cores (`--bind-to core`); unpinned otherwise.
+inline void bind_rank(std::string const& how, int rank, int size) {
+  unsigned const cores = std::max(1u, std::thread::hardware_concurrency());
+  bool pin = how == "core" || (how == "auto" && static_cast<unsigned>(size) <= cores);
+  if (!pin) return;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(static_cast<unsigned>(rank) % cores, &set);
+  pthread_setaffinity_np(pthread_self(), sizeof set, &set);  // best effort
+}
+
 inline bool launched_by_launcher() {
   for (char const* v : {"GCL_RANK", "RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK"})
     if (char const* s = std::getenv(v); s && *s) return true;
@@ -262,6 +307,13 @@ int run(int argc, char** argv) {
                  "number of ranks (inproc; tcp takes it from the launcher)")
       ->check(CLI::Range(1, 4096))
       ->capture_default_str();
+  app.add_option(
+         "--bind", o.bind,
+         "pin each rank to a core: auto (as Open MPI does: when ranks <= cores), core, none")
+      ->check(CLI::IsMember({"auto", "core", "none"}))
+      ->capture_default_str();
+  app.add_flag("--calibrate", o.calibrate,
+               "measure the cost model on this transport first (pred column, automatic)");
   app.add_option("--timeout", o.timeout_s, "seconds any blocking call may wait")
       ->capture_default_str();
   add_common_options(app, o);
@@ -276,7 +328,11 @@ int run(int argc, char** argv) {
       gcl::inproc_options io{
           .timeout = std::chrono::milliseconds(static_cast<long long>(o.timeout_s * 1000))};
       auto r = gcl::spawn<gcl::inproc_transport>(
-          o.world_size, [&](auto& comm) { return detail::run_rank<Call>(comm, o, "gcl inproc"); },
+          o.world_size,
+          [&](auto& comm) {
+            detail::bind_rank(o.bind, comm.rank(), comm.size());
+            return detail::run_rank<Call>(comm, o, "gcl inproc");
+          },
           io);
       wrong = r[0];
     } else {
@@ -289,6 +345,7 @@ int run(int argc, char** argv) {
       if (o.root < 0 || o.root >= to.size)
         throw gcl::usage_error("--root " + std::to_string(o.root) +
                                " is not a rank of a world of " + std::to_string(to.size));
+      detail::bind_rank(o.bind, to.rank, to.size);
       gcl::communicator comm{gcl::tcp_transport(to)};
       wrong = detail::run_rank<Call>(comm, o, "gcl tcp");
 #else
