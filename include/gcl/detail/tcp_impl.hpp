@@ -3,9 +3,19 @@
 // rank running Boost.Asio, per-(source, tag) queues, the direct read into a posted receive,
 // bye and abort frames, poisoning. Kept apart so that transport/tcp.hpp stays a short read.
 
+#include <utility>  // first: some Boost 1.74 Asio headers use std::exchange without it
+
+#include <boost/asio/buffer.hpp>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/read.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/write.hpp>
+
 #include <unistd.h>
 
-#include <boost/asio.hpp>
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>

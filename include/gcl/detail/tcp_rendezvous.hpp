@@ -13,13 +13,23 @@
 // affecting the job; the accept loop keeps running after the rendezvous, so the same holds for
 // the whole life of the transport.
 
+#include <utility>  // first: some Boost 1.74 Asio headers use std::exchange without it
+
+#include <boost/asio/buffer.hpp>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/read.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/write.hpp>
+
 #include <ifaddrs.h>
 #include <net/if.h>
 #include <netinet/in.h>
 
 #include <algorithm>
 #include <atomic>
-#include <boost/asio.hpp>
 #include <chrono>
 #include <cstdio>
 #include <exception>

@@ -11,9 +11,19 @@
 /// first queued message for (source, tag), compares sizes and `call_info`, and copies it out.
 /// See doc/tcp.md for the rendezvous, the environment and the failure behaviour.
 
+#include <utility>  // first: some Boost 1.74 Asio headers use std::exchange without it
+
+#include <boost/asio/buffer.hpp>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/read.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/write.hpp>
+
 #include <unistd.h>
 
-#include <boost/asio.hpp>
 #include <memory>
 #include <span>
 #include <string>
