@@ -170,6 +170,7 @@ train_result train(Comm& comm, mnist const& data, train_config const& cfg) {
 
   train_result res;
   double compute_s = 0, comm_s = 0, wait_s = 0, eval_s = 0, loss_acc = 0;
+  double loss_ema = -1;  // smoothed training loss for the progress line
   long loss_n = 0;
   bool const tty = isatty(1);
   {
@@ -212,6 +213,7 @@ train_result train(Comm& comm, mnist const& data, train_config const& cfg) {
     ev.accuracy = stats[0] / double(test_n);
     ev.test_loss = stats[1] / double(test_n);
     loss_acc = 0, loss_n = 0;
+    last_progress = clock::now();  // the next progress line comes after some training
     res.evaluations.push_back(ev);
     if (talk) {
       std::printf(
@@ -274,6 +276,7 @@ train_result train(Comm& comm, mnist const& data, train_config const& cfg) {
       throw std::runtime_error("the loss is " + std::to_string(loss) + " at iteration " +
                                std::to_string(k) + ": lower --lr");
     loss_acc += loss, ++loss_n;
+    loss_ema = loss_ema < 0 ? loss : 0.95 * loss_ema + 0.05 * loss;
     ++k;
     if (talk && cfg.progress) {
       auto const now = clock::now();
@@ -281,9 +284,9 @@ train_result train(Comm& comm, mnist const& data, train_config const& cfg) {
         last_progress = now;
         double const t = std::chrono::duration<double>(now - start).count() - eval_s;
         std::printf("%sepoch %.2f  iteration %ld  loss %.4f  %.0f images/s  comm %.0f%%%s",
-                    tty ? "\r\033[K" : "", double(k) / double(per_epoch), k,
-                    loss_n ? loss_acc / double(loss_n) : 0.0, double(k) * cfg.batch * world / t,
-                    100 * comm_s / (comm_s + compute_s), tty ? "" : "\n");
+                    tty ? "\r\033[K" : "", double(k) / double(per_epoch), k, loss_ema,
+                    double(k) * cfg.batch * world / t,
+                    100 * (comm_s + wait_s) / (comm_s + wait_s + compute_s), tty ? "" : "\n");
         std::fflush(stdout);
       }
     }
