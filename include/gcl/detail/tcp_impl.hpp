@@ -368,12 +368,13 @@ class tcp_impl {
                         p.writes.pop_front();
                         if (!ec && w->shutdown_after)
                           p.socket->shutdown(tcp::socket::shutdown_send, ec);
-                        if (ec && !closing_) {
+                        if (ec) {
                           std::lock_guard lock(mutex_);
-                          poison(errc::peer_closed,
-                                 prefix() + "send to " + p.where + " failed: " + ec.message() +
-                                     " (did that rank exit or get killed?)",
-                                 true);
+                          if (!closing_ && !leaving_)
+                            poison(errc::peer_closed,
+                                   prefix() + "send to " + p.where + " failed: " + ec.message() +
+                                       " (did that rank exit or get killed?)",
+                                   true);
                         }
                         if (w->owned) {
                           std::lock_guard lock(mutex_);
@@ -487,7 +488,7 @@ class tcp_impl {
   void on_read_error(int r, boost::system::error_code ec) {
     auto& p = peers_[r];
     std::lock_guard lock(mutex_);
-    if (closing_ || ec == asio::error::operation_aborted) return;
+    if (closing_ || leaving_ || ec == asio::error::operation_aborted) return;
     if (p.finished) return;  // the EOF after its bye
     poison(errc::peer_closed,
            prefix() + "lost " + p.where + ": " +
@@ -519,10 +520,13 @@ class tcp_impl {
       {
         std::lock_guard lock(mutex_);
         ++owned_writes_;  // until the byes are queued
+        // From here, a peer that closes first (its bye crossing ours) is no failure: nothing
+        // may poison us and tell the others, who may still be reading our last messages.
+        leaving_ = true;
       }
       asio::post(io_, [this] {
         for (int r = 0; r < o_.size; ++r) {
-          if (!peers_[r].socket || !peers_[r].socket->is_open()) continue;
+          if (!peers_[r].socket || !peers_[r].socket->is_open() || peers_[r].finished) continue;
           auto* w = new tcp_write;
           frame_header h;
           h.type = frame_type::bye;
@@ -577,7 +581,7 @@ class tcp_impl {
   std::vector<tcp_message> pool_;
   tcp_posted_recv* posted_ = nullptr;  // at most one: recv blocks its only caller
   int owned_writes_ = 0;
-  bool poisoned_ = false, closing_ = false;
+  bool poisoned_ = false, closing_ = false, leaving_ = false;
   errc poison_code_{};
   std::string poison_what_;
   call_info call_{};
