@@ -174,7 +174,11 @@ class tcp_impl {
       asio::post(io_, [this, peer] { close_peer(peer); });
       changed_.wait(lock, [&] { return w.done; });
     }
-    if (w.ec) throw_if_unusable(lock, "send to", peer);
+    if (w.ec) {
+      throw_if_unusable(lock, "send to", peer);
+      throw transport_error(errc::peer_closed, prefix() + "send to " + peers_[peer].where +
+                                                   " failed: " + w.ec.message());
+    }
   }
 
   // A receive that finds nothing queued posts itself; the I/O thread then reads a matching
