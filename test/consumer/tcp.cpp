@@ -1,10 +1,6 @@
-// Compiles only if gcl::tcp carries gcl's and Boost.Asio's include directories.
-//
-// <utility> first: Boost 1.74's boost/asio/awaitable.hpp uses std::exchange without including
-// <utility>, which g++ 12 in C++20 mode rejects. Until <gcl/transport/tcp.hpp> includes
-// <utility> before <boost/asio.hpp> itself, a user must do this too.
-#include <utility>
-
+// Compiles only if gcl::tcp carries gcl's and Boost.Asio's include directories. The TCP header
+// comes first, as a user would write it: it must compile on its own (Boost 1.74's Asio needs
+// <utility> included before it under C++20, which the header takes care of).
 #include <gcl/transport/tcp.hpp>
 
 #include <boost/asio/io_context.hpp>
