@@ -144,9 +144,10 @@ int main(int argc, char** argv) {
       // No launcher: N ranks as threads of this process, talking over loopback TCP.
       std::printf("train_lenet5: %d rank%s (threads over loopback tcp), all_reduce %s, sync %s\n",
                   world, world == 1 ? "" : "s", cfg.algorithm.c_str(), cfg.sync.c_str());
+      gcl::tcp_options topts;
+      topts.timeout = std::chrono::seconds{timeout_s};
       auto results = gcl::spawn<gcl::tcp_transport>(
-          world, [&](auto& comm) { return lenet5::train(comm, data, cfg); },
-          {.timeout = std::chrono::seconds{timeout_s}});
+          world, [&](auto& comm) { return lenet5::train(comm, data, cfg); }, topts);
       for (int r = 1; r < world; ++r)
         if (results[r].parameters != results[0].parameters) {
           std::fprintf(stderr, "train_lenet5: final parameters of rank %d differ from rank 0\n", r);
