@@ -20,12 +20,16 @@
 
 namespace lenet5::implicit_bias {
 
+/// A point of the 3-parameter problem: `lenet5::implicit_bias::vec theta{0, 0, 0};`
 using vec = std::array<double, 3>;
+/// The equation's coefficients: a . theta = 1.
 inline constexpr vec a{1.0, 0.1, 0.01};
 
+/// 1 - features . theta: `residual(a, sgd_limit())` is ~0.
 inline double residual(vec const& features, vec const& theta) {
   return 1 - (features[0] * theta[0] + features[1] * theta[1] + features[2] * theta[2]);
 }
+/// Gradient of (1 - features . theta)^2: -2 r features.
 inline vec gradient(vec const& features, vec const& theta) {
   double const r = residual(features, theta);
   return {-2 * r * features[0], -2 * r * features[1], -2 * r * features[2]};
