@@ -123,6 +123,7 @@ struct options {
   bool csv = false;
   bool json = false;
   bool check = true;
+  bool inject_wrong = false;  ///< spoil one checked element (proves the check can fail)
   std::string label;  ///< free text put in every CSV/JSON row (e.g. "gcl inproc" or "mpi vader")
 
   format fmt() const { return json ? format::json : csv ? format::csv : format::table; }
@@ -164,6 +165,9 @@ inline void add_common_options(CLI::App& app, options& o) {
   app.add_flag("--json", o.json, "print JSON (one object per run, rows in an array)")
       ->excludes(csv);
   app.add_flag("!--no-check", o.check, "skip the once-per-size result check");
+  app.add_flag("--inject-wrong", o.inject_wrong,
+               "rank 0 spoils one result element before the check")
+      ->group("");  // hidden: for the test that the check can fail
   app.add_option("--label", o.label, "free text copied into every CSV/JSON row");
 }
 
@@ -247,11 +251,11 @@ void fill_check_input(collective c, std::string_view op, int rank, int world, in
 }
 
 /// The number of elements of `out` (the collective's output on `rank`) that differ from the
-/// exact expected result.
+/// exact expected result. With `inject`, the first element counts as wrong (tests the check).
 template <class T>
 std::uint64_t count_wrong(collective c, std::string_view op, int rank, int world, int root,
-                          std::span<T const> out) {
-  std::uint64_t n = out.size(), wrong = 0;
+                          std::span<T const> out, bool inject = false) {
+  std::uint64_t n = out.size(), wrong = inject && n > 0 ? 1 : 0;
   switch (c) {
     case collective::all_reduce:
       for (std::uint64_t i = 0; i < n; ++i)

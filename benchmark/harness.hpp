@@ -178,7 +178,7 @@ std::uint64_t sweep(Comm& comm, gcl_options const& o, Op const& op, Alg const& a
     if (o.check) {
       fill_check_input<T>(kind, o.op, me, p, o.root, b.in);
       Call::run(comm, b, op, o.root, alg);
-      wrong = count_wrong<T>(kind, o.op, me, p, o.root, b.result());
+      wrong = count_wrong<T>(kind, o.op, me, p, o.root, b.result(), o.inject_wrong && me == 0);
     }
     fill_timed_input<T>(o.op, b.in);
     for (int i = 0; i < o.warmup; ++i) Call::run(comm, b, op, o.root, alg);

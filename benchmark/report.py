@@ -71,7 +71,7 @@ def main():
         for line in open(os.path.join(results, "meta.txt")):
             if "=" in line:
                 k, v = line.rstrip("\n").split("=", 1)
-                meta[k] = meta.get(k, "") + ("\n" if k in meta else "") + v
+                meta[k] = meta.get(k, "") + (("\n" if k == "commands" else " | ") if k in meta else "") + v
     runs = load(results)
     colls = [c for c in ("all_reduce", "broadcast", "reduce_scatter", "all_gather", "all_to_all")
              if any(k[0] == c for k in runs)]
@@ -111,6 +111,8 @@ def main():
         w("| test | threads | bytes | copied GB/s | traffic GB/s |")
         w("|---|---:|---:|---:|---:|")
         for r in csv.DictReader(open(limits)):
+            if r["test"] == "test":
+                continue
             w(f"| {r['test']} | {r['threads']} | {human(int(r['bytes']))} | {float(r['GBps_copied']):.2f} "
               f"| {float(r['GBps_traffic']):.2f} |")
         w("")

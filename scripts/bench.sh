@@ -10,9 +10,11 @@
 #   scripts/bench.sh                 # all five collectives, 4 B .. 64 MiB, 3 repetitions
 #   scripts/bench.sh --quick         # all_reduce only, fewer sizes and iterations, 1 repetition
 #   scripts/bench.sh --collectives "all_reduce broadcast" --reps 5 --algorithms "ring automatic"
+#   scripts/bench.sh --keep --collectives "all_gather" --factor 4   # add to the last results
 #
 # Environment: GCL_BUILD_DIR (default build-bench/), GCL_JOBS (default nproc).
 set -euo pipefail
+args="$*"
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${GCL_BUILD_DIR:-$repo/build-bench}"
 jobs="${GCL_JOBS:-$(nproc)}"
@@ -25,6 +27,7 @@ min=4 max=64M factor=2
 iters_small=50 iters_large=10 warmup=3
 transports="inproc tcp"
 install=1
+keep=0
 out_md="$repo/doc/benchmarks.md"
 img="$repo/doc/img"
 while (($#)); do
@@ -38,6 +41,8 @@ while (($#)); do
     --factor) factor="$2"; shift 2 ;;
     --transports) transports="$2"; shift 2 ;;
     --no-install) install=0; shift ;;
+    --keep) keep=1; shift ;;  # add to the previous run's results (e.g. other collectives)
+    --iters) iters_small="$2"; iters_large="$3"; shift 3 ;;
     --output) out_md="$2"; img="$(dirname "$2")/img"; shift 2 ;;
     -h | --help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "bench.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
@@ -69,7 +74,7 @@ if [[ -z "$algorithms" ]]; then
 fi
 
 results="$build/bench-results"
-rm -rf "$results"
+((keep)) || rm -rf "$results"
 mkdir -p "$results"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 mpirun=(mpirun --allow-run-as-root --oversubscribe)
@@ -88,7 +93,7 @@ meta reps "$reps (each value: median over iterations of the slowest rank; tables
 meta mode "sizes $min..$max x$factor; iterations $iters_small below 1 MiB, $iters_large from 1 MiB; warmup $warmup; ranks $ranks; transports $transports"
 
 step "machine limits"
-"$bin/machine_limits" --bytes 256M --threads 2 --tcp-bytes 1G --csv | tee "$results/limits.csv"
+"$bin/machine_limits" --bytes 256M --threads 2 --tcp-bytes 1G --csv | tee -a "$results/limits.csv"
 
 # run NAME CMD...: runs one sweep in two size ranges, appending CSV rows to $results/NAME.csv
 run() {
@@ -132,7 +137,7 @@ for rep in $(seq 1 "$reps"); do
 done
 
 meta load_after "$(cut -d' ' -f1-3 /proc/loadavg)"
-meta commands "scripts/bench.sh $(printf '%q ' "$@")
+meta commands "scripts/bench.sh $args
 $bin/<collective> --world-size P [--algorithm A] --label inproc --csv ...
 ${mpirun[*]} -n P --mca btl self,vader $bin/mpi/<collective> --csv ...
 tools/gcl-launch -n P -- $bin/<collective> --transport tcp --csv ...

@@ -82,7 +82,8 @@ int sweep(bench::options const& o, int rank, int world) {
     if (o.check) {
       bench::fill_check_input<T>(kind, o.op, rank, world, o.root, b.in);
       run_once(b, o, world);
-      std::uint64_t mine = bench::count_wrong<T>(kind, o.op, rank, world, o.root, b.result());
+      std::uint64_t mine = bench::count_wrong<T>(kind, o.op, rank, world, o.root, b.result(),
+                                                 o.inject_wrong && rank == 0);
       MPI_Reduce(&mine, &wrong, 1, MPI_UINT64_T, MPI_SUM, 0, MPI_COMM_WORLD);
     }
     bench::fill_timed_input<T>(o.op, b.in);
