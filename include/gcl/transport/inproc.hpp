@@ -354,7 +354,9 @@ class inproc_transport {
         while (!(news = box.events.load(std::memory_order_acquire) != seen) &&
                std::chrono::steady_clock::now() < give_up)
           std::this_thread::yield();
-        lock.lock();
+        // Not lock(): the notifier still holds the mutex, and a contended std::mutex sleeps in
+        // the kernel at once, which costs the very wake-up that polling is here to avoid.
+        while (!lock.try_lock()) std::this_thread::yield();
         if (ready()) return true;
       }
     }
