@@ -1,5 +1,6 @@
 // Proves "no heap allocation per message once warm" on the inproc path: this program replaces
-// the global operator new/delete with counting versions, warms up each pattern, then asserts
+// the global operator new/delete with counting versions (test/support/allocation_counter.hpp),
+// warms up each pattern, then asserts
 // that N further iterations on every rank allocate nothing at all.
 #define BOOST_TEST_MODULE transport_inproc_allocations
 #include <boost/test/unit_test.hpp>
@@ -12,60 +13,10 @@
 #include <gcl/transport/inproc.hpp>
 
 #include <algorithm>
-#include <atomic>
-#include <barrier>
 #include <cstdint>
-#include <cstdlib>
-#include <new>
 #include <vector>
 
-namespace {
-std::atomic<long> allocations{0};
-std::atomic<bool> trap{false};  // debugging aid: abort() on an allocation while measuring
-}  // namespace
-
-void* operator new(std::size_t n) {
-  allocations.fetch_add(1, std::memory_order_relaxed);
-  if (trap.load(std::memory_order_relaxed)) std::abort();
-  if (void* p = std::malloc(n ? n : 1)) return p;
-  throw std::bad_alloc();
-}
-void* operator new[](std::size_t n) {
-  return operator new(n);
-}
-void* operator new(std::size_t n, std::align_val_t a) {
-  allocations.fetch_add(1, std::memory_order_relaxed);
-  std::size_t al = static_cast<std::size_t>(a);
-  if (void* p = std::aligned_alloc(al, (n + al - 1) / al * al)) return p;
-  throw std::bad_alloc();
-}
-void* operator new[](std::size_t n, std::align_val_t a) {
-  return operator new(n, a);
-}
-void operator delete(void* p) noexcept {
-  std::free(p);
-}
-void operator delete[](void* p) noexcept {
-  std::free(p);
-}
-void operator delete(void* p, std::size_t) noexcept {
-  std::free(p);
-}
-void operator delete[](void* p, std::size_t) noexcept {
-  std::free(p);
-}
-void operator delete(void* p, std::align_val_t) noexcept {
-  std::free(p);
-}
-void operator delete[](void* p, std::align_val_t) noexcept {
-  std::free(p);
-}
-void operator delete(void* p, std::size_t, std::align_val_t) noexcept {
-  std::free(p);
-}
-void operator delete[](void* p, std::size_t, std::align_val_t) noexcept {
-  std::free(p);
-}
+#include "../support/allocation_counter.hpp"
 
 namespace {
 
@@ -79,67 +30,18 @@ constexpr int iterations = 200;
 constexpr std::size_t large = std::size_t{1} << 18;
 #endif
 
-// The pool of an inbox grows to the deepest backlog of messages that arrived before their
-// receive; how deep that gets in a few iterations depends on thread scheduling (a rank of a ring
-// may run up to P-1 iterations ahead of its neighbour). So first every rank sends 4P messages of
-// the largest size to its right neighbour before receiving any: each inbox then holds more
-// pooled buffers than the steps below can ever have in flight, and "warm" is deterministic.
-// Without this, a test run where a rank happened never to fall behind in warm-up sees the pool
-// (or the posted list) grow once later: a high-water mark, not a per-message allocation.
-template <class Comm>
-void fill_pool(Comm& comm, std::size_t bytes) {
-  int p = comm.size(), r = comm.rank();
-  std::vector<std::byte> buf(bytes);
-  for (int k = 0; k < 4 * p; ++k) comm.send((r + 1) % p, buf, gcl::tag{100});
-  // Receive only after the left neighbour's messages are all queued (it sent them before this
-  // one, and nobody had posted a receive for them), so they really went through the pool.
-  comm.send((r + 1) % p, buf, gcl::tag{103});
-  comm.recv((r + p - 1) % p, buf, gcl::tag{103});
-  for (int k = 0; k < 4 * p; ++k) comm.recv((r + p - 1) % p, buf, gcl::tag{100});
-  // And one receive that is certainly posted before its message (the inbox's list of posted
-  // receives is allocated on first use): post, tell the left neighbour, hear from the right.
-  // Every message here has the largest size: a pooled buffer that is too small is replaced by a
-  // larger one when next used, so small messages in the pool would make a later allocation.
-  std::vector<std::byte> in(bytes);
-  auto posted = comm.irecv((r + p - 1) % p, in, gcl::tag{101});
-  comm.send((r + p - 1) % p, buf, gcl::tag{102});
-  comm.recv((r + 1) % p, buf, gcl::tag{102});
-  comm.send((r + 1) % p, buf, gcl::tag{101});
-  posted.wait();
-}
-
-// Fills the pools, runs `step(comm, i)` `warmup` times on every rank, then `iterations` more
-// times between barriers, and returns how many allocations all ranks together made in the
-// measured part.
 template <class Step>
 long allocations_when_warm(int p, std::size_t max_bytes, Step step) {
-  // The barrier's completion step runs once, while every rank is stopped in the barrier, so the
-  // snapshots bracket exactly the measured iterations of all ranks.
-  long snapshot[2] = {0, 0};
-  int phase = 0;
-  auto on_completion = [&]() noexcept {
-    snapshot[phase] = allocations.load();
-    trap = phase == 0 && std::getenv("GCL_TRAP_ALLOCATIONS");
-    ++phase;
-  };
-  std::barrier sync(p, on_completion);
-  gcl::spawn<gcl::inproc_transport>(p, [&](auto& comm) {
-    fill_pool(comm, max_bytes);
-    for (int i = 0; i < warmup; ++i) step(comm, i);
-    sync.arrive_and_wait();
-    for (int i = 0; i < iterations; ++i) step(comm, i);
-    sync.arrive_and_wait();
-  });
-  return snapshot[1] - snapshot[0];
+  return gcl_test::allocations_when_warm(p, max_bytes, warmup, iterations, step);
 }
 
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(the_counter_counts) {
-  long before = allocations.load();
+  long before = gcl_test::allocations.load();
   auto* v = new std::vector<int>(100);  // two allocations: the vector and its storage
   delete v;
-  BOOST_TEST(allocations.load() - before == 2);
+  BOOST_TEST(gcl_test::allocations.load() - before == 2);
 }
 
 BOOST_AUTO_TEST_CASE(send_then_recv_through_the_pool) {
