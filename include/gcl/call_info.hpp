@@ -41,41 +41,66 @@ enum class call_kind : std::uint8_t {
 
 /// The element type of a collective, as far as the wire needs to know it.
 enum class dtype : std::uint8_t {
-  bytes, int8, uint8, int16, uint16, int32, uint32, int64, uint64, float32, float64, boolean,
-  complex64, complex128, other
+  bytes,
+  int8,
+  uint8,
+  int16,
+  uint16,
+  int32,
+  uint32,
+  int64,
+  uint64,
+  float32,
+  float64,
+  boolean,
+  complex64,
+  complex128,
+  other
 };
 
 /// `dtype` of a C++ type: `gcl::dtype_of<float>() == gcl::dtype::float32`.
 template <class T>
 constexpr dtype dtype_of() noexcept {
   using U = std::remove_cv_t<T>;
-  if constexpr (std::same_as<U, bool>) return dtype::boolean;
-  else if constexpr (std::same_as<U, std::byte>) return dtype::bytes;
-  else if constexpr (std::same_as<U, float>) return dtype::float32;
-  else if constexpr (std::same_as<U, double>) return dtype::float64;
-  else if constexpr (std::same_as<U, std::complex<float>>) return dtype::complex64;
-  else if constexpr (std::same_as<U, std::complex<double>>) return dtype::complex128;
+  if constexpr (std::same_as<U, bool>)
+    return dtype::boolean;
+  else if constexpr (std::same_as<U, std::byte>)
+    return dtype::bytes;
+  else if constexpr (std::same_as<U, float>)
+    return dtype::float32;
+  else if constexpr (std::same_as<U, double>)
+    return dtype::float64;
+  else if constexpr (std::same_as<U, std::complex<float>>)
+    return dtype::complex64;
+  else if constexpr (std::same_as<U, std::complex<double>>)
+    return dtype::complex128;
   else if constexpr (std::integral<U>) {
     constexpr bool s = std::is_signed_v<U>;
-    if constexpr (sizeof(U) == 1) return s ? dtype::int8 : dtype::uint8;
-    else if constexpr (sizeof(U) == 2) return s ? dtype::int16 : dtype::uint16;
-    else if constexpr (sizeof(U) == 4) return s ? dtype::int32 : dtype::uint32;
-    else if constexpr (sizeof(U) == 8) return s ? dtype::int64 : dtype::uint64;
-    else return dtype::other;
-  } else return dtype::other;
+    if constexpr (sizeof(U) == 1)
+      return s ? dtype::int8 : dtype::uint8;
+    else if constexpr (sizeof(U) == 2)
+      return s ? dtype::int16 : dtype::uint16;
+    else if constexpr (sizeof(U) == 4)
+      return s ? dtype::int32 : dtype::uint32;
+    else if constexpr (sizeof(U) == 8)
+      return s ? dtype::int64 : dtype::uint64;
+    else
+      return dtype::other;
+  } else
+    return dtype::other;
 }
 
 /// Short names for messages: "float32", "all_reduce".
 constexpr std::string_view name_of(dtype t) noexcept {
-  constexpr std::string_view names[] = {"bytes",   "int8",    "uint8",   "int16",     "uint16",
-                                        "int32",   "uint32",  "int64",   "uint64",    "float32",
-                                        "float64", "bool",    "complex64", "complex128", "other"};
+  constexpr std::string_view names[] = {"bytes",   "int8",   "uint8",     "int16",      "uint16",
+                                        "int32",   "uint32", "int64",     "uint64",     "float32",
+                                        "float64", "bool",   "complex64", "complex128", "other"};
   return names[static_cast<int>(t)];
 }
 constexpr std::string_view name_of(call_kind k) noexcept {
-  constexpr std::string_view names[] = {"send/recv",  "all_reduce", "reduce",  "broadcast",
-                                        "reduce_scatter", "all_gather", "gather", "scatter",
-                                        "all_to_all", "barrier",    "calibrate"};
+  constexpr std::string_view names[] = {"send/recv",      "all_reduce", "reduce",   "broadcast",
+                                        "reduce_scatter", "all_gather", "gather",   "scatter",
+                                        "all_to_all",     "barrier",    "calibrate"};
   return names[static_cast<int>(k)];
 }
 
@@ -85,11 +110,11 @@ struct call_info {
   call_kind kind = call_kind::point_to_point;
   dtype type = dtype::bytes;
   std::uint16_t element_size = 1;
-  std::int32_t root = -1;       ///< -1 where the collective has no root
-  std::uint64_t sequence = 0;   ///< 1 for the communicator's first collective, 2 for the next...
-  std::uint64_t count = 0;      ///< elements per rank, as the collective defines it
-  char op[12] = {};             ///< operator name, "sum", or "custom" for a user callable
-  char algorithm[20] = {};      ///< algorithm name, "ring", "tree", ...
+  std::int32_t root = -1;      ///< -1 where the collective has no root
+  std::uint64_t sequence = 0;  ///< 1 for the communicator's first collective, 2 for the next...
+  std::uint64_t count = 0;     ///< elements per rank, as the collective defines it
+  char op[12] = {};            ///< operator name, "sum", or "custom" for a user callable
+  char algorithm[20] = {};     ///< algorithm name, "ring", "tree", ...
 
   friend bool operator==(call_info const&, call_info const&) = default;
 };

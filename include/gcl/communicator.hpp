@@ -75,7 +75,8 @@ class communicator {
    public:
     request() = default;  // already complete
     void wait() {
-      if (auto* d = std::get_if<deferred>(&state_)) d->self->transport_.recv(d->peer, d->tg, d->in);
+      if (auto* d = std::get_if<deferred>(&state_))
+        d->self->transport_.recv(d->peer, d->tg, d->in);
       else if constexpr (irecv_transport<Transport>) {
         if (auto* n = std::get_if<native>(&state_)) n->wait();
       }
@@ -140,8 +141,8 @@ class communicator {
 
   /// Receives into `data`, which must have exactly the size that `peer` sent.
   template <class T>
-    requires sendable<std::remove_cvref_t<T>> && (!std::is_const_v<std::remove_reference_t<T>>)
-  void recv(int peer, T&& data, tag tg = tag{0}) {
+  requires sendable<std::remove_cvref_t<T>> &&
+      (!std::is_const_v<std::remove_reference_t<T>>)void recv(int peer, T&& data, tag tg = tag{0}) {
     check_peer(peer, "recv from");
     check_tag(tg);
     transport_.recv(peer, tg, detail::writable_bytes_of(data));
@@ -157,7 +158,7 @@ class communicator {
 
   /// Sends `out` to `dst` and receives `in` from `src` without deadlock, whatever the peers do.
   template <sendable S, class R>
-    requires sendable<std::remove_cvref_t<R>>
+  requires sendable<std::remove_cvref_t<R>>
   void sendrecv(int dst, S const& out, int src, R&& in, tag tg = tag{0}) {
     check_peer(dst, "send to");
     check_peer(src, "recv from");
@@ -179,8 +180,8 @@ class communicator {
 
   /// Non-blocking receive into `data`; keep `data` alive and unmoved until `wait()`.
   template <class T>
-    requires sendable_range<std::remove_cvref_t<T>> || sendable_value<std::remove_cvref_t<T>>
-  request irecv(int peer, T& data, tag tg = tag{0}) {
+  requires sendable_range<std::remove_cvref_t<T>> || sendable_value<std::remove_cvref_t<T>> request
+  irecv(int peer, T& data, tag tg = tag{0}) {
     check_peer(peer, "recv from");
     check_tag(tg);
     request r;
@@ -236,7 +237,8 @@ class communicator {
   Transport transport_;
   std::uint64_t sequence_ = 0;
   bool in_collective_ = false;
-  std::vector<std::vector<std::max_align_t>> scratch_ = std::vector<std::vector<std::max_align_t>>(4);
+  std::vector<std::vector<std::max_align_t>> scratch_ =
+      std::vector<std::vector<std::max_align_t>>(4);
 };
 
 }  // namespace gcl

@@ -25,9 +25,9 @@ namespace gcl {
 ///
 ///     static_assert(gcl::transport<gcl::inproc_transport>);
 template <class T>
-concept transport = std::movable<T> && requires(T& t, T const& ct, int peer, tag tg,
-                                                 std::span<std::byte const> out,
-                                                 std::span<std::byte> in) {
+concept transport = std::movable<T> &&
+    requires(T& t, T const& ct, int peer, tag tg, std::span<std::byte const> out,
+             std::span<std::byte> in) {
   { ct.rank() } -> std::same_as<int>;
   { ct.size() } -> std::same_as<int>;
   t.send(peer, tg, out);
@@ -44,13 +44,15 @@ concept call_aware_transport = transport<T> && requires(T& t, call_info const& c
 /// Optional: the transport posts the receive before sending, so a message can land straight in
 /// its destination (one copy instead of two). Detected, not required.
 template <class T>
-concept sendrecv_transport =
-    transport<T> && requires(T& t, int peer, tag tg, std::span<std::byte const> out,
-                             std::span<std::byte> in) { t.sendrecv(peer, tg, out, peer, tg, in); };
+concept sendrecv_transport = transport<T> &&
+    requires(T& t, int peer, tag tg, std::span<std::byte const> out, std::span<std::byte> in) {
+  t.sendrecv(peer, tg, out, peer, tg, in);
+};
 
 /// Optional: non-blocking receive returning a request with `wait()` and `test()`.
 template <class T>
-concept irecv_transport = transport<T> && requires(T& t, int peer, tag tg, std::span<std::byte> in) {
+concept irecv_transport = transport<T> &&
+    requires(T& t, int peer, tag tg, std::span<std::byte> in) {
   { t.irecv(peer, tg, in) } -> std::movable;
   t.irecv(peer, tg, in).wait();
   { t.irecv(peer, tg, in).test() } -> std::same_as<bool>;
@@ -61,13 +63,13 @@ concept irecv_transport = transport<T> && requires(T& t, int peer, tag tg, std::
 ///     comm.send(1, 42);  // an int is `sendable_value`
 template <class T>
 concept sendable_value = std::is_trivially_copyable_v<std::remove_cvref_t<T>> &&
-                         !std::ranges::range<std::remove_cvref_t<T>>;
+    !std::ranges::range<std::remove_cvref_t<T>>;
 
 /// A contiguous, sized range of trivially copyable elements: `std::vector<float>`,
 /// `std::span<int>`, `std::array<double, 4>`, an `xt::xtensor`'s storage.
 template <class R>
 concept sendable_range = std::ranges::contiguous_range<R> && std::ranges::sized_range<R> &&
-                         std::is_trivially_copyable_v<std::ranges::range_value_t<R>>;
+    std::is_trivially_copyable_v<std::ranges::range_value_t<R>>;
 
 /// Anything `communicator::send` accepts.
 template <class T>
@@ -78,7 +80,7 @@ concept sendable = sendable_value<T> || sendable_range<T>;
 /// library never assumes commutativity unless the operator opts in (see `commutative_op`).
 template <class Op, class T>
 concept reduction_op = std::regular_invocable<Op const&, T const&, T const&> &&
-                       std::convertible_to<std::invoke_result_t<Op const&, T const&, T const&>, T>;
+    std::convertible_to<std::invoke_result_t<Op const&, T const&, T const&>, T>;
 
 /// Whether `Op` declared itself commutative. Specialise to opt in a type you cannot edit:
 ///

@@ -28,12 +28,18 @@ inline std::error_category const& error_category() noexcept {
     char const* name() const noexcept override { return "gcl"; }
     std::string message(int value) const override {
       switch (static_cast<errc>(value)) {
-        case errc::connection_refused: return "connection refused";
-        case errc::peer_closed: return "peer closed the connection";
-        case errc::timeout: return "timed out";
-        case errc::aborted: return "aborted because another rank failed";
-        case errc::protocol: return "protocol violation";
-        case errc::mismatch: return "ranks disagree about the call";
+        case errc::connection_refused:
+          return "connection refused";
+        case errc::peer_closed:
+          return "peer closed the connection";
+        case errc::timeout:
+          return "timed out";
+        case errc::aborted:
+          return "aborted because another rank failed";
+        case errc::protocol:
+          return "protocol violation";
+        case errc::mismatch:
+          return "ranks disagree about the call";
       }
       return "unknown gcl error";
     }
@@ -54,7 +60,8 @@ inline std::error_code make_error_code(errc e) noexcept {
 ///     catch (gcl::transport_error const& e) { std::cerr << e.what() << '\n'; }
 class transport_error : public std::system_error {
  public:
-  transport_error(errc code, std::string const& what) : std::system_error(make_error_code(code), what) {}
+  transport_error(errc code, std::string const& what)
+      : std::system_error(make_error_code(code), what) {}
 };
 
 /// A bad argument: a rank out of range, a root >= size, buffers of the wrong size.

@@ -17,70 +17,90 @@ struct sum {
   static constexpr bool commutative = true;
   static constexpr std::string_view name = "sum";
   template <class T>
-  constexpr T operator()(T const& a, T const& b) const { return a + b; }
+  constexpr T operator()(T const& a, T const& b) const {
+    return a + b;
+  }
 };
 /// `a * b`.
 struct prod {
   static constexpr bool commutative = true;
   static constexpr std::string_view name = "prod";
   template <class T>
-  constexpr T operator()(T const& a, T const& b) const { return a * b; }
+  constexpr T operator()(T const& a, T const& b) const {
+    return a * b;
+  }
 };
 /// The smaller of `a` and `b` (`a` when equal).
 struct min {
   static constexpr bool commutative = true;
   static constexpr std::string_view name = "min";
   template <class T>
-  constexpr T operator()(T const& a, T const& b) const { return b < a ? b : a; }
+  constexpr T operator()(T const& a, T const& b) const {
+    return b < a ? b : a;
+  }
 };
 /// The larger of `a` and `b` (`a` when equal).
 struct max {
   static constexpr bool commutative = true;
   static constexpr std::string_view name = "max";
   template <class T>
-  constexpr T operator()(T const& a, T const& b) const { return a < b ? b : a; }
+  constexpr T operator()(T const& a, T const& b) const {
+    return a < b ? b : a;
+  }
 };
 /// `a & b` for integers.
 struct bit_and {
   static constexpr bool commutative = true;
   static constexpr std::string_view name = "bit_and";
   template <class T>
-  constexpr T operator()(T const& a, T const& b) const { return static_cast<T>(a & b); }
+  constexpr T operator()(T const& a, T const& b) const {
+    return static_cast<T>(a & b);
+  }
 };
 /// `a | b` for integers.
 struct bit_or {
   static constexpr bool commutative = true;
   static constexpr std::string_view name = "bit_or";
   template <class T>
-  constexpr T operator()(T const& a, T const& b) const { return static_cast<T>(a | b); }
+  constexpr T operator()(T const& a, T const& b) const {
+    return static_cast<T>(a | b);
+  }
 };
 /// `a ^ b` for integers.
 struct bit_xor {
   static constexpr bool commutative = true;
   static constexpr std::string_view name = "bit_xor";
   template <class T>
-  constexpr T operator()(T const& a, T const& b) const { return static_cast<T>(a ^ b); }
+  constexpr T operator()(T const& a, T const& b) const {
+    return static_cast<T>(a ^ b);
+  }
 };
 /// `a && b`, as a value of T (bool, or 0/1 integers).
 struct logical_and {
   static constexpr bool commutative = true;
   static constexpr std::string_view name = "logical_and";
   template <class T>
-  constexpr T operator()(T const& a, T const& b) const { return static_cast<T>(a && b); }
+  constexpr T operator()(T const& a, T const& b) const {
+    return static_cast<T>(a && b);
+  }
 };
 /// `a || b`, as a value of T.
 struct logical_or {
   static constexpr bool commutative = true;
   static constexpr std::string_view name = "logical_or";
   template <class T>
-  constexpr T operator()(T const& a, T const& b) const { return static_cast<T>(a || b); }
+  constexpr T operator()(T const& a, T const& b) const {
+    return static_cast<T>(a || b);
+  }
 };
 /// `a != b` as truth values, as a value of T.
 struct logical_xor {
   static constexpr bool commutative = true;
   static constexpr std::string_view name = "logical_xor";
   template <class T>
-  constexpr T operator()(T const& a, T const& b) const { return static_cast<T>(!a != !b); }
+  constexpr T operator()(T const& a, T const& b) const {
+    return static_cast<T>(!a != !b);
+  }
 };
 
 /// A user callable declared commutative: `gcl::commutative([](int a, int b) { return a + b; })`.

@@ -26,13 +26,14 @@ namespace gcl {
 /// rank's thread, since connecting may block on the others), and `g.abort(reason)` releases every
 /// blocked call. `inproc_transport` is one; `tcp_transport` is another, over loopback sockets.
 template <class T>
-concept group_transport =
-    transport<T> && requires { typename T::options; typename T::group; } &&
-    std::constructible_from<typename T::group, int, typename T::options> &&
+concept group_transport = transport<T> && requires {
+  typename T::options;
+  typename T::group;
+} && std::constructible_from<typename T::group, int, typename T::options> &&
     requires(typename T::group& g, int rank, std::string const& reason) {
-      { g.connect(rank) } -> std::same_as<T>;
-      g.abort(reason);
-    };
+  { g.connect(rank) } -> std::same_as<T>;
+  g.abort(reason);
+};
 
 namespace detail {
 
@@ -66,8 +67,8 @@ inline std::string what_of(std::exception_ptr const& e) {
 ///     });
 ///     auto ranks = gcl::spawn<gcl::inproc_transport>(4, [](auto& comm) { return comm.rank(); });
 template <group_transport Transport, class F>
-  requires std::invocable<F&, communicator<Transport>&>
-auto spawn(int n, F&& f, typename Transport::options opts = {}) {
+requires std::invocable < F&, communicator<Transport>
+& > auto spawn(int n, F&& f, typename Transport::options opts = {}) {
   using result = std::invoke_result_t<F&, communicator<Transport>&>;
   constexpr bool returns = !std::is_void_v<result>;
   using slot = std::conditional_t<returns, std::optional<result>, char>;
@@ -80,8 +81,10 @@ auto spawn(int n, F&& f, typename Transport::options opts = {}) {
   auto run_rank = [&](int rank) {
     try {
       communicator<Transport> comm(group.connect(rank));
-      if constexpr (returns) results[rank].emplace(std::invoke(f, comm));
-      else std::invoke(f, comm);
+      if constexpr (returns)
+        results[rank].emplace(std::invoke(f, comm));
+      else
+        std::invoke(f, comm);
     } catch (...) {
       auto e = std::current_exception();
       bool abort = detail::is_abort(e);

@@ -80,10 +80,10 @@ struct inproc_inbox {
     events.fetch_add(1, std::memory_order_release);
     changed.notify_all();
   }
-  std::vector<inproc_message*> queue;         // in send order; matched FIFO per (source, tag)
-  std::vector<inproc_posted_recv*> posted;    // in post order
+  std::vector<inproc_message*> queue;       // in send order; matched FIFO per (source, tag)
+  std::vector<inproc_posted_recv*> posted;  // in post order
   std::vector<std::unique_ptr<inproc_message>> owned;
-  std::vector<inproc_message*> free;          // reusable messages, buffers kept
+  std::vector<inproc_message*> free;  // reusable messages, buffers kept
 };
 
 class inproc_world {
@@ -110,7 +110,8 @@ class inproc_world {
       aborted_.store(true, std::memory_order_release);
     }
     for (int r = 0; r < size_; ++r) {
-      std::lock_guard lock(inboxes_[r].mutex);  // no waiter can miss the flag between check and wait
+      std::lock_guard lock(
+          inboxes_[r].mutex);  // no waiter can miss the flag between check and wait
       inboxes_[r].notify();
     }
   }
@@ -158,7 +159,8 @@ class inproc_transport {
 
    private:
     static int check_size(int n) {
-      if (n < 1) throw usage_error("gcl: a group needs at least one rank, got " + std::to_string(n));
+      if (n < 1)
+        throw usage_error("gcl: a group needs at least one rank, got " + std::to_string(n));
       return n;
     }
     std::shared_ptr<detail::inproc_world> world_;
@@ -221,9 +223,8 @@ class inproc_transport {
     std::unique_lock lock(box.mutex);
     // A posted receive and a queued message for the same (source, tag) never coexist: each is
     // only added after finding none of the other under this lock. So FIFO holds either way.
-    auto it = std::find_if(box.posted.begin(), box.posted.end(), [&](auto* p) {
-      return p->source == rank_ && p->tg == tg;
-    });
+    auto it = std::find_if(box.posted.begin(), box.posted.end(),
+                           [&](auto* p) { return p->source == rank_ && p->tg == tg; });
     if (it != box.posted.end()) {
       auto* p = *it;
       box.posted.erase(it);
@@ -260,8 +261,10 @@ class inproc_transport {
   /// Blocks until exactly `in.size()` bytes from `peer` with `tg` are in `in`.
   void recv(int peer, tag tg, std::span<std::byte> in) {
     detail::inproc_posted_recv p;
-    if (post_or_find(peer, tg, in, p)) wait_posted(p, "recv from");
-    else take_queued(peer, tg, in, "recv from");
+    if (post_or_find(peer, tg, in, p))
+      wait_posted(p, "recv from");
+    else
+      take_queued(peer, tg, in, "recv from");
   }
 
   /// Posts the receive, sends, then waits: the incoming message lands in `in` directly.
@@ -275,8 +278,10 @@ class inproc_transport {
       if (posted) withdraw(p);
       throw;
     }
-    if (posted) wait_posted(p, "recv from");
-    else take_queued(src, recv_tag, in, "recv from");
+    if (posted)
+      wait_posted(p, "recv from");
+    else
+      take_queued(src, recv_tag, in, "recv from");
   }
 
   /// Posts a receive and returns; `wait()` or `test()` the request. Keep `in` alive until then.
@@ -406,7 +411,8 @@ class inproc_transport {
     }
     detail::inproc_message* m = *it;
     if (m->size != in.size() || !(m->call == call_))
-      throw mismatch_error(peer, tg, in.size(), call_, m->size, m->call);  // left queued: nothing lost
+      throw mismatch_error(peer, tg, in.size(), call_, m->size,
+                           m->call);  // left queued: nothing lost
     box.queue.erase(it);
     lock.unlock();
     if (!in.empty()) std::memcpy(in.data(), m->data.get(), in.size());
@@ -432,12 +438,11 @@ class inproc_transport {
 
   transport_error mismatch_error(int peer, tag tg, std::size_t expected, call_info const& mine,
                                  std::size_t sent, call_info const& theirs) const {
-    return transport_error(
-        errc::mismatch,
-        prefix() + "expected " + std::to_string(expected) + " bytes for " + describe(mine) +
-            " from rank " + std::to_string(peer) + " (" + detail::tag_text(tg) + "), but rank " +
-            std::to_string(peer) + " sent " + std::to_string(sent) + " bytes for " +
-            describe(theirs));
+    return transport_error(errc::mismatch,
+                           prefix() + "expected " + std::to_string(expected) + " bytes for " +
+                               describe(mine) + " from rank " + std::to_string(peer) + " (" +
+                               detail::tag_text(tg) + "), but rank " + std::to_string(peer) +
+                               " sent " + std::to_string(sent) + " bytes for " + describe(theirs));
   }
   transport_error timeout_error(char const* what, int peer, tag tg, std::size_t bytes) const {
     return transport_error(errc::timeout, prefix() + what + " rank " + std::to_string(peer) + " (" +
