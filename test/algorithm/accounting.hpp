@@ -47,6 +47,18 @@ run_result<T> run(int p, std::size_t count, Op op, Alg alg, Make make) {
   return r;
 }
 
+/// Runs `f(comm)` on p counted ranks and returns the stats summed over ranks.
+template <class F>
+gcl::transport_stats counted_run(int p, F f) {
+  auto stats = gcl::spawn<counted>(p, [&](auto& comm) {
+    f(comm);
+    return comm.transport().stats();
+  });
+  gcl::transport_stats total;
+  for (auto& s : stats) total += s;
+  return total;
+}
+
 /// The sum of make(r, i) over ranks, as T.
 template <class T, class Make>
 std::vector<T> expected_sum(int p, std::size_t count, Make make) {

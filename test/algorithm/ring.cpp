@@ -97,17 +97,6 @@ BOOST_AUTO_TEST_CASE(commutative_user_op_and_bit_identical_floats) {
   }
 }
 
-template <class F>
-gcl::transport_stats counted_run(int p, F f) {
-  auto stats = gcl::spawn<counted>(p, [&](auto& comm) {
-    f(comm);
-    return comm.transport().stats();
-  });
-  gcl::transport_stats total;
-  for (auto& s : stats) total += s;
-  return total;
-}
-
 BOOST_AUTO_TEST_CASE(reduce_scatter_and_all_gather_counts) {
   for (int p = 1; p <= 9; ++p)
     for (std::size_t n : counts_for(p)) {

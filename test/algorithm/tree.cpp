@@ -105,18 +105,6 @@ BOOST_AUTO_TEST_CASE(all_reduce_non_commutative_is_exact_in_rank_order) {
   }
 }
 
-// Runs f(comm) on p counted ranks and returns the summed stats.
-template <class F>
-gcl::transport_stats counted_run(int p, F f) {
-  auto stats = gcl::spawn<counted>(p, [&](auto& comm) {
-    f(comm);
-    return comm.transport().stats();
-  });
-  gcl::transport_stats total;
-  for (auto& s : stats) total += s;
-  return total;
-}
-
 BOOST_AUTO_TEST_CASE(rooted_collectives_message_counts) {
   for (int p = 1; p <= 9; ++p)
     for (int root = 0; root < p; ++root) {
