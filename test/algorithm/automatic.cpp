@@ -19,32 +19,6 @@
 using namespace accounting;
 using choice = gcl::automatic::choice;
 
-// First in the file: GCL_DEBUG is read once, at the first decision of the process.
-BOOST_AUTO_TEST_CASE(gcl_debug_logs_each_decision_once_per_size_class) {
-  ::setenv("GCL_DEBUG", "1", 1);
-  std::string const path = "automatic_debug_" + std::to_string(::getpid()) + ".log";
-  std::fflush(stderr);
-  int const saved = ::dup(2);
-  BOOST_REQUIRE(std::freopen(path.c_str(), "w", stderr) != nullptr);
-  gcl::automatic const a{};
-  // 1000 and 1020 int64 (8000 and 8160 bytes) are one size class, [4096, 8192); 3 another.
-  for (std::size_t n : {std::size_t{1000}, std::size_t{1020}, std::size_t{3}, std::size_t{1000}})
-    run<std::int64_t>(4, n, gcl::sum{}, a, value);
-  std::fflush(stderr);
-  ::dup2(saved, 2);
-  ::close(saved);
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  std::remove(path.c_str());
-  std::string const log = text.str();
-  std::size_t lines = 0;
-  for (char c : log) lines += c == '\n';
-  BOOST_TEST(lines == 2u, log);
-  BOOST_TEST(log.find("gcl: automatic: P=4 bytes=[4096,8192) -> ") != std::string::npos, log);
-  BOOST_TEST(log.find("gcl: automatic: P=4 bytes=[16,32) -> ") != std::string::npos, log);
-}
-
 // What `f` writes to stderr.
 template <class F>
 std::string capture_stderr(F f) {
@@ -61,6 +35,22 @@ std::string capture_stderr(F f) {
   text << in.rdbuf();
   std::remove(path.c_str());
   return text.str();
+}
+
+// First in the file: GCL_DEBUG is read once, at the first decision of the process.
+BOOST_AUTO_TEST_CASE(gcl_debug_logs_each_decision_once_per_size_class) {
+  ::setenv("GCL_DEBUG", "1", 1);
+  gcl::automatic const a{};
+  // 1000 and 1020 int64 (8000 and 8160 bytes) are one size class, [4096, 8192); 3 another.
+  std::string const log = capture_stderr([&] {
+    for (std::size_t n : {std::size_t{1000}, std::size_t{1020}, std::size_t{3}, std::size_t{1000}})
+      run<std::int64_t>(4, n, gcl::sum{}, a, value);
+  });
+  std::size_t lines = 0;
+  for (char c : log) lines += c == '\n';
+  BOOST_TEST(lines == 2u, log);
+  BOOST_TEST(log.find("gcl: automatic: P=4 bytes=[4096,8192) -> ") != std::string::npos, log);
+  BOOST_TEST(log.find("gcl: automatic: P=4 bytes=[16,32) -> ") != std::string::npos, log);
 }
 
 std::size_t count_of(std::string const& text, std::string const& what) {
