@@ -29,28 +29,20 @@ id=gclb$$
 [[ $(id -u) == 0 ]] || { echo "SKIP: not root"; exit 77; }
 command -v tc >/dev/null && command -v ip >/dev/null || { echo "SKIP: needs iproute2 (ip, tc)"; exit 77; }
 
+source "$(dirname "${BASH_SOURCE[0]}")/../../tools/netns-lab.sh"
 cleanup() {
-  for ((i = 0; i < ranks; ++i)); do ip netns del "$id-r$i" 2>/dev/null; done
-  ip netns del "$id-br" 2>/dev/null
+  netns_lab_down "$id" "$ranks"
   rm -rf "${out:-}"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-ip netns add "$id-br" || { echo "SKIP: cannot create network namespaces"; exit 77; }
-set -e
-ip -n "$id-br" link add br0 type bridge
-ip -n "$id-br" link set br0 up
-for ((i = 0; i < ranks; ++i)); do
-  ns="$id-r$i"
-  ip netns add "$ns"
-  ip -n "$id-br" link add "p$i" type veth peer name eth0 netns "$ns"
-  ip -n "$id-br" link set "p$i" master br0 up
-  ip -n "$ns" link set lo up
-  ip -n "$ns" addr add "10.78.0.$((i + 1))/24" dev eth0
-  ip -n "$ns" link set eth0 up
-done
-set +e
+netns_lab_up "$id" "$ranks" 10.78.0.
+case $? in
+  0) ;;
+  2) echo "SKIP: cannot create network namespaces"; exit 77 ;;
+  *) echo "FAIL: could not set up the namespaces"; exit 1 ;;
+esac
 sleep 1
 out=$(mktemp -d)
 

@@ -17,29 +17,21 @@ skip() { echo "SKIP: $*"; exit 77; }
 [[ $(id -u) == 0 ]] || skip "not root (network namespaces need CAP_SYS_ADMIN)"
 command -v ip >/dev/null || skip "ip (iproute2) is not installed"
 
+source "$(dirname "${BASH_SOURCE[0]}")/../../tools/netns-lab.sh"
 cleanup() {
-  for ((i = 0; i < ranks; ++i)); do ip netns del "$id-r$i" 2>/dev/null; done
-  ip netns del "$id-br" 2>/dev/null
+  netns_lab_down "$id" "$ranks"
   rm -rf "${out:-}"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-ip netns add "$id-br" 2>/dev/null || skip "cannot create a network namespace here (ip netns add failed)"
-set -e
-ip -n "$id-br" link add br0 type bridge
-ip -n "$id-br" link set br0 up
-for ((i = 0; i < ranks; ++i)); do
-  ns="$id-r$i"
-  ip netns add "$ns"
-  ip -n "$id-br" link add "p$i" type veth peer name eth0 netns "$ns"
-  ip -n "$id-br" link set "p$i" master br0 up
-  ip -n "$ns" link set lo up
-  ip -n "$ns" addr add "10.77.0.$((i + 1))/24" dev eth0
-  ip -n "$ns" addr add "fd00:77::$((i + 1))/64" dev eth0 nodad 2>/dev/null || no_v6=1
-  ip -n "$ns" link set eth0 up
-done
-set +e
+netns_lab_up "$id" "$ranks" 10.77.0. fd00:77::
+case $? in
+  0) ;;
+  2) skip "cannot create a network namespace here (ip netns add failed)" ;;
+  *) echo "FAIL: could not set up the namespaces"; exit 1 ;;
+esac
+((NETNS_LAB_V6)) || no_v6=1
 # The bridge needs a moment to forward (no STP by default, but the links come up async).
 for _ in $(seq 50); do
   ip netns exec "$id-r$((ranks - 1))" ping -c1 -W1 10.77.0.1 >/dev/null 2>&1 && break
