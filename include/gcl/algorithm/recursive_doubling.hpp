@@ -30,17 +30,6 @@ namespace gcl {
 
 namespace detail {
 
-/// `acc[i] = op(lower[i], acc[i])`: the received operand comes from lower ranks, so it is the
-/// left one. Same fixed-length inner loop as `reduce_into`, so that it vectorises at -O2.
-template <class T, class Op>
-void reduce_from_lower(T* __restrict acc, T const* __restrict lower, std::size_t n, Op const& op) {
-  constexpr std::size_t b = reduce_block<T>;
-  std::size_t i = 0;
-  for (; i + b <= n; i += b)
-    for (std::size_t j = 0; j < b; ++j) acc[i + j] = op(lower[i + j], acc[i + j]);
-  for (; i < n; ++i) acc[i] = op(lower[i], acc[i]);
-}
-
 /// The standard fold of P ranks onto P' = 2^levels: ranks [0, 2r) pair up (2i, 2i+1) and the
 /// odd one survives as `i`; ranks [2r, P) survive as `rank - r`. Survivor numbering is
 /// monotone in the ranks it stands for, which is what keeps operand order.

@@ -25,6 +25,17 @@ void reduce_into(T* __restrict acc, T const* __restrict in, std::size_t n, Op co
   for (; i < n; ++i) acc[i] = op(acc[i], in[i]);
 }
 
+/// `acc[i] = op(lower[i], acc[i])`: the received operand comes from lower ranks, so it is the
+/// left one. Same fixed-length inner loop as `reduce_into`, so that it vectorises at -O2.
+template <class T, class Op>
+void reduce_from_lower(T* __restrict acc, T const* __restrict lower, std::size_t n, Op const& op) {
+  constexpr std::size_t b = reduce_block<T>;
+  std::size_t i = 0;
+  for (; i + b <= n; i += b)
+    for (std::size_t j = 0; j < b; ++j) acc[i + j] = op(lower[i + j], acc[i + j]);
+  for (; i < n; ++i) acc[i] = op(lower[i], acc[i]);
+}
+
 /// `out[i] = op(a[i], b[i])` for i < n, with `out` distinct from `a` and `b`.
 template <class T, class Op>
 void reduce_to(T* __restrict out, T const* __restrict a, T const* __restrict b, std::size_t n,
