@@ -6,6 +6,7 @@
 #include <gcl/transport/inproc.hpp>
 
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <numeric>
 #include <string>
@@ -170,4 +171,31 @@ BOOST_AUTO_TEST_CASE(usage_errors_name_the_rank_and_send_nothing) {
     comm.send(comm.rank(), 99);
     BOOST_TEST(comm.template recv<int>(comm.rank()) == 99);
   });
+}
+
+// Counts live instances, to see that cached state dies with its communicator.
+struct tracked_state {
+  static inline std::atomic<int> alive{0};
+  int value = 0;
+  tracked_state() { ++alive; }
+  ~tracked_state() { --alive; }
+};
+struct other_state {
+  int value = 7;
+};
+
+BOOST_AUTO_TEST_CASE(cached_state_is_one_per_type_and_dies_with_the_communicator) {
+  auto out = gcl::spawn<inproc_transport>(2, [](auto& comm) {
+    auto& a = comm.template cached<tracked_state>();
+    a.value = comm.rank() + 10;
+    auto& b = comm.template cached<other_state>();
+    bool const same = &comm.template cached<tracked_state>() == &a;
+    return std::array<int, 3>{same ? 1 : 0, comm.template cached<tracked_state>().value, b.value};
+  });
+  for (int r = 0; r < 2; ++r) {
+    BOOST_TEST(out[r][0] == 1);       // the same instance on every use
+    BOOST_TEST(out[r][1] == r + 10);  // each rank's communicator has its own
+    BOOST_TEST(out[r][2] == 7);       // another type: another, default-constructed instance
+  }
+  BOOST_TEST(tracked_state::alive == 0);  // destroyed with the communicators
 }

@@ -56,6 +56,10 @@ struct native_request<T> {
   using type = decltype(std::declval<T&>().irecv(0, tag{}, std::span<std::byte>{}));
 };
 
+// One address per type, without RTTI: the key of `communicator::cached`.
+template <class T>
+inline constexpr char type_key = 0;
+
 }  // namespace detail
 
 /// A rank's view of its group: who it is, how many there are, and point-to-point messaging.
@@ -212,6 +216,23 @@ class communicator {
     return {reinterpret_cast<T*>(buf.data()), n};
   }
 
+  /// This communicator's instance of `State`, default-constructed on first use and destroyed
+  /// with the communicator: what an algorithm learns across calls (MPI calls this attribute
+  /// caching). Every rank runs the same collectives in the same order on its own communicator,
+  /// so state updated only from values all ranks agree on stays the same on every rank, and a
+  /// new communicator starts afresh.
+  ///
+  ///     auto& seen = comm.template cached<my_algorithm_state>();
+  template <class State>
+  State& cached() {
+    void const* const key = &detail::type_key<State>;
+    for (auto& [k, state] : cached_)
+      if (k == key) return *static_cast<State*>(state.get());
+    cached_.emplace_back(key,
+                         erased_state(new State{}, [](void* s) { delete static_cast<State*>(s); }));
+    return *static_cast<State*>(cached_.back().second.get());
+  }
+
   /// The number of collectives this communicator has started.
   std::uint64_t collective_count() const noexcept { return sequence_; }
 
@@ -239,6 +260,8 @@ class communicator {
   bool in_collective_ = false;
   std::vector<std::vector<std::max_align_t>> scratch_ =
       std::vector<std::vector<std::max_align_t>>(4);
+  using erased_state = std::unique_ptr<void, void (*)(void*)>;
+  std::vector<std::pair<void const*, erased_state>> cached_;  // few entries: a linear search
 };
 
 }  // namespace gcl
