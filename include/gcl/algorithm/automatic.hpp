@@ -1,25 +1,31 @@
 #pragma once
 /// \file
-/// `gcl::automatic`: per call, the all_reduce algorithm with the least predicted time for this
-/// world size, element count and element size under a `cost_model`. The choice is a pure
-/// function of (model, P, count, sizeof(T), whether the operator is commutative), so every
-/// rank holding the same model picks the same algorithm without talking: pass a model that
-/// every rank agrees on (the default, a literal, or `gcl::calibrate(comm)`, which returns the
-/// same model everywhere).
+/// `gcl::automatic`: per call, the all_reduce algorithm that is fastest here for this world
+/// size, element count and element size, measured on the first calls (the default), or
+/// predicted by a `cost_model` alone (`.trials = 0`).
 ///
-/// With the environment variable `GCL_DEBUG=1`, each decision is written to stderr once per
-/// (world size, size class) per process, a size class being the power of two at or below the
-/// byte count: "gcl: automatic: P=4 bytes=[4096,8192) -> ring (predicted 12.3 us; ...)".
+/// The model's prediction is a pure function of (model, P, count, sizeof(T), whether the
+/// operator is commutative), so every rank holding the same model picks the same algorithm
+/// without talking: pass a model that every rank agrees on (the default, a literal, or
+/// `gcl::calibrate(comm)`, which returns the same model everywhere).
 ///
-/// Measured tuning (`.trials = k`, off by default): per (world size, size class, element size,
-/// operator commutativity) the first calls run the model's shortlist of candidates in turn, k
-/// times each, every one a real all_reduce of the caller's data, timed; each trial's time is
-/// measured from a common start (a tree barrier) and agreed by all ranks inside the same call
-/// (the maximum over ranks, by a one-double tree all_reduce under the same call_info), so every
-/// rank holds the same numbers and picks the same algorithm: the least median. Later calls of that
-/// class run the winner with no extra message. The state lives in the `automatic` object (shared by
-/// its copies, one entry per rank so that ranks on threads may share one object): keep the object
-/// across calls.
+/// Measured tuning: per (world size, power-of-two size class, element size, commutativity) the
+/// first calls race the model's shortlist of candidates. Every call is a real all_reduce of the
+/// caller's data, timed from a common start (a tree barrier) and agreed by all ranks inside the
+/// same call (the maximum over ranks, by a two-double tree all_reduce under the same call_info).
+/// Candidates take turns of two calls, the first a warm-up; nothing is decided before each has
+/// `trials` times and the race has lasted `min_race_seconds`; then any candidate whose fastest
+/// time is slower than the leader's median drops out, and the rest go on until one is left or
+/// each has `max_trials` times; the least median wins. Every rank holds the same agreed numbers,
+/// so every rank picks the same algorithm, on the same call. Later calls of that class run the
+/// winner with no extra message. The state lives in the communicator (`communicator::cached`),
+/// so a temporary `gcl::automatic{}` in each call learns too, and a new communicator starts
+/// afresh.
+///
+/// With the environment variable `GCL_DEBUG=1`, each decision is written to stderr once: the
+/// model's once per (world size, size class) per process, "gcl: automatic: P=4
+/// bytes=[4096,8192) -> ring (predicted us: ...)", a tuned one once per race by rank 0, with
+/// every candidate's times.
 
 #include <algorithm>
 #include <array>
@@ -31,7 +37,6 @@
 #include <cstring>
 #include <limits>
 #include <map>
-#include <memory>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -55,37 +60,89 @@ namespace gcl {
 
 namespace detail {
 
-// Per-rank tuning progress. Keyed by rank because ranks on threads may share one `automatic`;
-// each rank only touches its own entries. Sharded by rank so that ranks on threads do not
-// queue on one mutex every call (a preempted holder would stall the others).
+// A tuning automatic's progress on one communicator (kept there: `communicator::cached`). Each
+// rank's communicator is used by one thread at a time, so no lock is needed.
 struct automatic_tuning {
   struct entry {
-    std::vector<int> candidates;               // choice indices, the model's order
-    std::vector<std::vector<double>> seconds;  // per candidate, agreed (max over ranks)
-    int calls = 0;                             // trial calls completed
-    int chosen = -1;                           // choice index once tuned
+    std::vector<int> candidates;                  // choice indices, the model's order
+    std::vector<std::vector<double>> seconds;     // per candidate, agreed (max over ranks)
+    std::vector<bool> racing;                     // still in the race
+    std::size_t turn = 0;                         // index of the candidate whose turn it is
+    bool warming = true;                          // the turn's next call is its warm-up
+    int chosen = -1;                              // choice index once tuned
+    std::chrono::steady_clock::time_point start;  // this rank's first trial
   };
-  // rank, P, size class, element size, commutative
-  using key = std::tuple<int, int, int, std::size_t, bool>;
-  struct shard {
-    std::mutex mutex;
-    std::map<key, entry> entries;
-  };
-  std::array<shard, 16> shards;
-  shard& of(key const& k) {
-    return shards[static_cast<std::size_t>(std::get<0>(k)) % shards.size()];
+  // The automatic's settings that shape a decision (trials, max_trials, min_race_seconds,
+  // shortlist, model), then P, size class, element size, commutative: two differently
+  // configured automatics on one communicator keep separate decisions.
+  using key = std::tuple<int, int, double, double, double, double, double, double, double, int, int,
+                         std::size_t, bool>;
+  std::map<key, entry> entries;
+
+  // The entry for `k`, made if new. The last one found is remembered: a loop that calls one shape
+  // finds it with one key comparison instead of a map search (at sub-microsecond call times the
+  // search alone would cost several percent).
+  entry& find(key const& k) {
+    if (last_ == nullptr || last_->first != k) last_ = &*entries.try_emplace(k).first;
+    return last_->second;
   }
+
+ private:
+  std::map<key, entry>::value_type* last_ = nullptr;  // map nodes never move
 };
+
+inline double lower_median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[(v.size() - 1) / 2];
+}
+
+// Records one trial call of `e.candidates[e.turn]` that took `seconds`, the race having lasted
+// `elapsed` (both agreed by all ranks). A turn is two calls of its candidate: the first warms up
+// and is not counted, so that the counted call follows a call of its own algorithm, as every
+// call does once settled (after another algorithm, the caches and the waiting threads are in
+// that one's state: at MiB sizes that alone changes the time by half). Then the turn moves to
+// the next candidate still racing. When that completes a round (every racing candidate then
+// has the same number of times), each has `trials` times and the race has lasted `min_seconds`,
+// drops those whose fastest time is slower than the leader's median (behind beyond the noise),
+// and settles (`chosen`) when one is left or the times reach `max_trials`: the least median,
+// ties to the model's order. The inputs are agreed, so every rank settles on the same call and
+// the same candidate.
+inline void automatic_race(automatic_tuning::entry& e, double seconds, double elapsed, int trials,
+                           int max_trials, double min_seconds = 0) {
+  if (std::exchange(e.warming, !e.warming)) return;
+  e.seconds[e.turn].push_back(seconds);
+  std::size_t const n = e.candidates.size(), previous = e.turn;
+  do e.turn = (e.turn + 1) % n;
+  while (!e.racing[e.turn]);
+  if (e.turn > previous) return;  // the round goes on
+  std::size_t const samples = e.seconds[e.turn].size();
+  if (samples < static_cast<std::size_t>(std::max(trials, 1)) || elapsed < min_seconds) return;
+  std::size_t leader = n;
+  double best = 0;
+  for (std::size_t i = 0; i < n; ++i)
+    if (e.racing[i] && (leader == n || lower_median(e.seconds[i]) < best))
+      leader = i, best = lower_median(e.seconds[i]);
+  std::size_t left = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    auto const& t = e.seconds[i];
+    if (e.racing[i] && *std::min_element(t.begin(), t.end()) > best) e.racing[i] = false;
+    left += e.racing[i];
+  }
+  if (left == 1 || samples >= static_cast<std::size_t>(std::max(max_trials, trials)))
+    e.chosen = e.candidates[leader];
+  else
+    e.turn = static_cast<std::size_t>(std::find(e.racing.begin(), e.racing.end(), true) -
+                                      e.racing.begin());
+}
 
 }  // namespace detail
 
-/// Picks the all_reduce algorithm with the least predicted time (see the file comment):
+/// Picks the all_reduce algorithm for each call (see the file comment): by timing the model's
+/// shortlist on the first calls of each size class (the default), or by the model alone.
 ///
-///     gcl::all_reduce(comm, v, gcl::sum{}, gcl::automatic{});
+///     gcl::all_reduce(comm, v, gcl::sum{}, gcl::automatic{});            // tuned
 ///     gcl::all_reduce(comm, v, gcl::sum{}, gcl::automatic{.model = gcl::calibrate(comm)});
-///
-///     gcl::automatic const tuned{.trials = 3};   // measured: keep the object, reuse it
-///     for (auto& batch : batches) gcl::all_reduce(comm, batch, gcl::sum{}, tuned);
+///     gcl::all_reduce(comm, v, gcl::sum{}, gcl::automatic{.trials = 0});  // the model alone
 struct automatic {
   static constexpr std::string_view name = "automatic";
   /// Algorithms that reorder operands are only considered for commutative operators.
@@ -94,21 +151,23 @@ struct automatic {
   /// The model the predictions come from; must be the same on every rank.
   cost_model model{};
 
-  /// Measured tuning: 0 (the default) runs the model's choice. k > 0: per (P, power-of-two
-  /// size class, sizeof(T), commutativity) the first `k * candidates` calls try each candidate
-  /// in turn, k times, and later calls run the one with the least median agreed time.
-  int trials = 0;
+  /// Measured tuning: every shortlisted candidate is timed at least `trials` times per (P,
+  /// power-of-two size class, sizeof(T), commutativity) before a choice is made. 0 runs the
+  /// model's choice, a pure function of the model and the shape (reproducible run to run).
+  int trials = 3;
+
+  /// Close races go on until each candidate still racing has this many times.
+  int max_trials = 3 * trials;
+
+  /// Nothing is decided before the race has lasted this long (wall time, agreed): where ranks
+  /// share cores, how the OS places the threads makes an algorithm faster or slower for
+  /// milliseconds at a time, and the times must span several such swings. Small messages then
+  /// get many more than `max_trials` times each.
+  double min_race_seconds = 0.05;
 
   /// With tuning, the candidates are the algorithms the model predicts within this factor of
   /// its best (ring only for commutative operators); infinity tries every one.
   double shortlist = 4.0;
-
-  /// The tuning state, shared by copies of this object (so a copy passed by value still
-  /// learns). A fresh state per call (a temporary `automatic{.trials = 3}` in the call) never
-  /// gets past the first trial: results stay correct, but each call pays the agreement.
-  /// Made only when `trials > 0` at construction (setting `trials` later does not tune).
-  std::shared_ptr<detail::automatic_tuning> tuning =
-      trials > 0 ? std::make_shared<detail::automatic_tuning>() : nullptr;
 
   /// The candidates, in the order that breaks ties (the first of equal predictions wins, equal
   /// meaning within a relative 1e-9).
@@ -161,18 +220,19 @@ struct automatic {
     return c;
   }
 
-  /// What rank `rank`'s next call of this shape runs once settled: the tuned winner, or the
-  /// model's choice where nothing is tuned (trials 0, P 1, no data); empty while trials run.
+  /// What `comm`'s next all_reduce of `count` elements of `element_size` bytes runs once
+  /// settled: the tuned winner, or the model's choice where nothing is tuned (trials 0, P 1, no
+  /// data); empty while trials run. The same on every rank after the same calls.
   ///
-  ///     if (auto c = tuned.tuned_choice(comm.rank(), comm.size(), v.size(), 4, true)) ...
-  std::optional<choice> tuned_choice(int rank, int p, std::size_t count, std::size_t element_size,
+  ///     if (auto c = gcl::automatic{}.tuned_choice(comm, v.size(), 4, true)) ...
+  template <class Comm>
+  std::optional<choice> tuned_choice(Comm& comm, std::size_t count, std::size_t element_size,
                                      bool commutative) const {
+    int const p = comm.size();
     if (!tunes(p, count * element_size)) return choose(p, count, element_size, commutative);
-    auto const k = key_of(rank, p, count * element_size, element_size, commutative);
-    auto& sh = tuning->of(k);
-    std::lock_guard lock(sh.mutex);
-    auto it = sh.entries.find(k);
-    if (it == sh.entries.end() || it->second.chosen < 0) return std::nullopt;
+    auto const& entries = comm.template cached<detail::automatic_tuning>().entries;
+    auto it = entries.find(key_of(p, count * element_size, element_size, commutative));
+    if (it == entries.end() || it->second.chosen < 0) return std::nullopt;
     return static_cast<choice>(it->second.chosen);
   }
 
@@ -186,47 +246,32 @@ struct automatic {
       log_once(p, data.size(), sizeof(T), c);
       return run(c, comm, data, op);
     }
-    auto const k = key_of(comm.rank(), p, bytes, sizeof(T), commutative);
-    int c = -1;
-    bool settled = false;
-    auto& sh = tuning->of(k);
-    {
-      std::lock_guard lock(sh.mutex);
-      auto& e = sh.entries[k];
-      if (e.candidates.empty()) {  // every rank builds the same list: it is the model's
-        for (choice x : candidates(p, data.size(), sizeof(T), commutative))
-          e.candidates.push_back(static_cast<int>(x));
-        e.seconds.resize(e.candidates.size());
-      }
-      c = e.chosen >= 0 ? e.chosen
-                        : e.candidates[static_cast<std::size_t>(e.calls) % e.candidates.size()];
-      settled = e.chosen >= 0;
+    auto& e = comm.template cached<detail::automatic_tuning>().find(
+        key_of(p, bytes, sizeof(T), commutative));
+    if (e.chosen >= 0) return run(static_cast<choice>(e.chosen), comm, data, op);
+    if (e.candidates.empty()) {  // every rank builds the same list: it is the model's
+      for (choice x : candidates(p, data.size(), sizeof(T), commutative))
+        e.candidates.push_back(static_cast<int>(x));
+      e.seconds.resize(e.candidates.size());
+      e.racing.assign(e.candidates.size(), true);
+      e.start = std::chrono::steady_clock::now();
     }
-    if (settled) return run(static_cast<choice>(c), comm, data, op);
     // A trial: the real call, timed from a common start (else the previous call's exit skew,
     // which depends on its algorithm, would be charged to this one), then the slowest rank's
-    // time agreed. Barrier and agreement run inside the same call (same call_info on every
-    // rank, so the transport's checks hold); the tree keeps rank order.
+    // time and the race's duration so far agreed. Barrier and agreement run inside the same
+    // call (same call_info on every rank, so the transport's checks hold); the tree keeps rank
+    // order. A turn's warm-up is not timed, so nothing is agreed after it: its candidate's
+    // counted call then follows it as a call follows the previous one in a benchmark loop.
     tree{}.barrier(comm);
     auto const t0 = std::chrono::steady_clock::now();
-    run(static_cast<choice>(c), comm, data, op);
-    double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    tree{}.all_reduce(comm, std::span<double>(&dt, 1), max{});
-    std::lock_guard lock(sh.mutex);
-    auto& e = sh.entries[k];
-    auto const n = e.candidates.size();
-    e.seconds[static_cast<std::size_t>(e.calls) % n].push_back(dt);
-    if (++e.calls < trials * static_cast<int>(n)) return;
-    std::size_t best = 0;  // least median; ties to the model's order. Agreed inputs: same on all
-    std::vector<double> med(n);
-    for (std::size_t i = 0; i < n; ++i) {
-      auto v = e.seconds[i];
-      std::sort(v.begin(), v.end());
-      med[i] = v[(v.size() - 1) / 2];
-      if (med[i] < med[best]) best = i;
-    }
-    e.chosen = e.candidates[best];
-    if (comm.rank() == 0) log_tuned(p, bytes, sizeof(T), commutative, e, med);
+    run(static_cast<choice>(e.candidates[e.turn]), comm, data, op);
+    if (e.warming) return detail::automatic_race(e, 0, 0, trials, max_trials, min_race_seconds);
+    auto const t1 = std::chrono::steady_clock::now();
+    std::array<double, 2> agreed{std::chrono::duration<double>(t1 - t0).count(),
+                                 std::chrono::duration<double>(t1 - e.start).count()};
+    tree{}.all_reduce(comm, std::span<double>(agreed), max{});
+    detail::automatic_race(e, agreed[0], agreed[1], trials, max_trials, min_race_seconds);
+    if (e.chosen >= 0 && comm.rank() == 0) log_tuned(p, bytes, sizeof(T), commutative, e);
   }
 
   /// The predicted time of the algorithm `automatic` would choose: the minimum over candidates.
@@ -249,14 +294,17 @@ struct automatic {
   }
 
  private:
-  bool tunes(int p, std::size_t bytes) const { return trials > 0 && p > 1 && bytes > 0 && tuning; }
+  bool tunes(int p, std::size_t bytes) const { return trials > 0 && p > 1 && bytes > 0; }
 
   static int size_class(std::size_t bytes) {
     return bytes == 0 ? -1 : static_cast<int>(std::bit_width(bytes)) - 1;
   }
-  static detail::automatic_tuning::key key_of(int rank, int p, std::size_t bytes,
-                                              std::size_t element_size, bool commutative) {
-    return {rank, p, size_class(bytes), element_size, commutative};
+  detail::automatic_tuning::key key_of(int p, std::size_t bytes, std::size_t element_size,
+                                       bool commutative) const {
+    return {
+        trials,      max_trials,    min_race_seconds,  shortlist, model.alpha,       model.beta,
+        model.gamma, model.latency, model.parallelism, p,         size_class(bytes), element_size,
+        commutative};
   }
 
   template <class Comm, class T, class Op>
@@ -288,21 +336,22 @@ struct automatic {
     return enabled;
   }
 
-  // Rank 0 only, once per entry: the agreed trial times (us) and the winner.
+  // Rank 0 only, once per entry: every candidate's agreed trial times (us) and the winner.
   void log_tuned(int p, std::size_t bytes, std::size_t element_size, bool commutative,
-                 detail::automatic_tuning::entry const& e, std::vector<double> const& med) const {
+                 detail::automatic_tuning::entry const& e) const {
     if (!debug_enabled()) return;
     int const sc = size_class(bytes);
     std::fprintf(stderr,
-                 "gcl: automatic: P=%d bytes=[%zu,%zu) element=%zu%s tuned -> %s (model's pick %s; "
-                 "median of %d trials, us:",
+                 "gcl: automatic: P=%d bytes=[%zu,%zu) element=%zu%s tuned -> %s (model's pick "
+                 "%s; median [trials] in us, x = dropped:",
                  p, std::size_t{1} << sc, std::size_t{2} << sc, element_size,
                  commutative ? "" : " non-commutative",
                  choice_names[static_cast<std::size_t>(e.chosen)].data(),
-                 choice_names[static_cast<std::size_t>(e.candidates[0])].data(), trials);
+                 choice_names[static_cast<std::size_t>(e.candidates[0])].data());
     for (std::size_t i = 0; i < e.candidates.size(); ++i) {
-      std::fprintf(stderr, " %s %.1f [",
-                   choice_names[static_cast<std::size_t>(e.candidates[i])].data(), med[i] * 1e6);
+      std::fprintf(stderr, " %s%s %.1f [", e.racing[i] ? "" : "x ",
+                   choice_names[static_cast<std::size_t>(e.candidates[i])].data(),
+                   detail::lower_median(e.seconds[i]) * 1e6);
       for (std::size_t j = 0; j < e.seconds[i].size(); ++j)
         std::fprintf(stderr, "%s%.1f", j ? " " : "", e.seconds[i][j] * 1e6);
       std::fprintf(stderr, "]");
