@@ -1,59 +1,68 @@
-// automatic_sweep: per size, gcl::automatic's time divided by the best fixed algorithm's time,
-// on P threads (issue 3's check: automatic should never be more than 10% slower than the best
-// fixed algorithm), for the model's choice and for the measured (tuned) choice. Prints numbers;
-// it asserts nothing (timing on a shared machine is noisy).
+// automatic_sweep: per size, what gcl::automatic picks on P threads and how much slower that is
+// than the best fixed algorithm (issue 3's check: automatic should never pick an algorithm more
+// than 10% slower than the best fixed one), for the tuned automatic (the default: it times its
+// shortlist on the first calls of each size class) and for the model alone (`.trials = 0`).
+// Every run starts fresh threads and a fresh tuning, so the picks of several runs show how
+// steady the tuning is. Prints numbers; it asserts nothing (timing on a shared machine is noisy).
 //
 //     automatic_sweep --world-size 4 --min-bytes 8 --max-bytes 16777216 --factor 2 -r 11 --runs 3
 
 #include <CLI/CLI.hpp>
 
+#include <array>
 #include <cstdio>
-#include <limits>
-#include <stdexcept>
+#include <string>
+#include <string_view>
 
 #include "model_check.hpp"
 
 int main(int argc, char** argv) {
-  CLI::App app{"Ratio of gcl::automatic's all_reduce time to the best fixed algorithm's, per size"};
-  int p = 4, reps = 15, runs = 3, trials = 3;
+  CLI::App app{"What gcl::automatic picks per size, against the best fixed all_reduce algorithm"};
+  int p = 4, reps = 15, runs = 3;
+  double min_seconds = 0.05;
+  bool show_runs = false;
+  std::string bind = "core";
+  gcl::automatic const defaults{};
+  int trials = defaults.trials, max_trials = -1;
   std::size_t min_bytes = 64, max_bytes = 16 << 20, factor = 4;
-  double shortlist = 4.0;
+  double shortlist = defaults.shortlist, race_seconds = defaults.min_race_seconds;
   app.add_option("-n,--world-size", p, "ranks (threads)")->check(CLI::Range(1, 64));
   app.add_option("--min-bytes", min_bytes, "smallest message, bytes (float32)");
   app.add_option("--max-bytes", max_bytes, "largest message, bytes");
   app.add_option("--factor", factor, "ratio of consecutive sizes")->check(CLI::Range(2, 1024));
   app.add_option("-r,--repetitions", reps, "timed calls per size and algorithm (median)");
-  app.add_option("--runs", runs, "independent runs; the median of their medians is reported");
-  app.add_option("--trials", trials, "tuned automatic: timed calls per candidate")
+  app.add_option("--runs", runs, "independent runs (fresh threads, fresh tuning); medians of runs");
+  app.add_option("--min-seconds", min_seconds,
+                 "per size and run, time all algorithms in turn for at least this long");
+  app.add_option("--trials", trials, "tuned automatic: fewest timed calls per candidate")
       ->check(CLI::Range(1, 100));
+  app.add_option("--max-trials", max_trials,
+                 "tuned automatic: most timed calls per candidate (default 3 x trials)");
+  app.add_option("--bind", bind,
+                 "pin rank r's thread to core r mod cores: core (default: a fixed placement, "
+                 "even when ranks outnumber cores), auto (only when they do not), none")
+      ->check(CLI::IsMember({"core", "auto", "none"}));
+  app.add_flag("--show-runs", show_runs, "also print every run's time (us) of every algorithm");
+  app.add_option("--race-seconds", race_seconds,
+                 "tuned automatic: decide nothing before the race has lasted this long");
   app.add_option("--shortlist", shortlist,
                  "tuned automatic: try the algorithms predicted within this factor of the best");
   CLI11_PARSE(app, argc, argv);
 
-  gcl::automatic const autom{.model = model_check::calibrate_threads(p)};
-  gcl::automatic const tuned{.model = autom.model, .trials = trials, .shortlist = shortlist};
+  gcl::automatic const model_only{.model = model_check::calibrate_threads(p), .trials = 0};
+  gcl::automatic const tuned{.model = model_only.model,
+                             .trials = trials,
+                             .max_trials = max_trials < 0 ? 3 * trials : max_trials,
+                             .min_race_seconds = race_seconds,
+                             .shortlist = shortlist};
   std::vector<std::size_t> counts;
   for (std::size_t b = std::max<std::size_t>(min_bytes, 4); b <= max_bytes; b *= factor)
     counts.push_back(b / 4);
 
-  // Tuning first, on its own (what a training loop's first iterations do): each size until
-  // every rank has settled; each call is checked. Copies of `tuned` share what it learned.
-  gcl::spawn<gcl::inproc_transport>(p, [&](auto& comm) {
-    std::vector<float> v;
-    for (std::size_t n : counts) {
-      for (int call = 0; !tuned.tuned_choice(comm.rank(), p, n, 4, true); ++call) {
-        if (call > 6 * trials) throw std::runtime_error("tuning did not settle");
-        v.assign(n, static_cast<float>(comm.rank() + 1));
-        gcl::all_reduce(comm, v, gcl::sum{}, tuned);
-        if (!v.empty() && v.back() != static_cast<float>(p * (p + 1) / 2))
-          throw std::runtime_error("wrong all_reduce result while tuning");
-      }
-    }
-  });
-
-  // 0 model, 1 tuned, 2.. the fixed algorithms in `choice` order, last tree again (the noise:
-  // one algorithm timed twice in the same run).
-  auto algs = std::tuple{autom,
+  // 0 model alone, 1 tuned, 2.. the fixed algorithms in `choice` order, last tree again (the
+  // noise: one algorithm timed twice in the same run). The tuned automatic settles on each size
+  // before that size is timed (model_check::settle).
+  auto algs = std::tuple{model_only,
                          tuned,
                          gcl::tree{},
                          gcl::ring{},
@@ -62,39 +71,88 @@ int main(int argc, char** argv) {
                          gcl::direct{},
                          gcl::parameter_server{},
                          gcl::tree{}};
-  auto t = model_check::time_all_reduce(p, counts, reps, algs, runs);
+  auto const m = model_check::time_all_reduce(
+      p, counts, algs,
+      {.repetitions = reps, .runs = runs, .min_seconds = min_seconds, .bind = bind});
+  auto const& t = m.seconds;
   std::size_t const again = t.size() - 1;
+  // Short names for the picks column, in `choice` order.
+  constexpr std::array<std::string_view, 6> short_names = {"tree", "ring",   "rd",
+                                                           "hd",   "direct", "ps"};
+  auto name = [](int c) { return std::string(gcl::automatic::choice_names[std::size_t(c)]); };
 
   std::printf(
-      "# P = %d threads, float32 sum, median of %d x %d runs; tuned: %d trials per candidate, "
+      "# P = %d threads, float32 sum, median of at least %d calls and %g s per size x %d runs "
+      "(fresh threads and tuning each); tuned: trials %d..%d per candidate, race at least %g s, "
       "shortlist %g; model alpha %.3g s beta %.3g s/B gamma %.3g s/B latency %.3g s "
       "parallelism %.2f\n",
-      p, reps, runs, trials, shortlist, autom.model.alpha, autom.model.beta, autom.model.gamma,
-      autom.model.latency, autom.model.parallelism);
-  // model/best, tuned/best: automatic's own calls against the best fixed one. "as fixed": the
-  // algorithm it picked, timed as a fixed algorithm, over the best. noise: tree timed twice.
-  std::printf("%10s %-18s %10s %-18s %7s %7s %-18s %7s %7s %7s\n", "bytes", "best fixed", "best us",
-              "model picks", "m/best", "fixed", "tuned picks", "t/best", "fixed", "noise");
-  double worst_model = 0, worst_tuned = 0, worst_noise = 0;
-  for (std::size_t s = 0; s < counts.size(); ++s) {
+      p, reps, min_seconds, runs, tuned.trials, tuned.max_trials, tuned.min_race_seconds,
+      tuned.shortlist, tuned.model.alpha, tuned.model.beta, tuned.model.gamma, tuned.model.latency,
+      tuned.model.parallelism);
+  // Per run, every ratio is over that run's best fixed algorithm, all timed in the same loop:
+  //   automatic/best  automatic's own calls (once settled they add nothing to the algorithm it
+  //                   picked), the median over runs: the check;
+  //   pick/best       the algorithm it picked in a run, timed as a fixed one, the worst run;
+  //   model/best      the model alone (.trials = 0), its own calls, the median over runs;
+  //   noise           tree timed twice in the same loop, slower / faster, the worst run.
+  // "best fixed" and "best us" are the medians over runs.
+  std::printf("%10s %-18s %10s | %-34s %10s %9s | %-18s %10s | %7s\n", "bytes", "best fixed",
+              "best us", "tuned picks (rd, hd, ps: short)", "auto/best", "pick/best", "model picks",
+              "model/best", "noise");
+  double worst_tuned = 0, worst_pick = 0, worst_model = 0, worst_noise = 0;
+  int tuned_ok = 0, model_ok = 0;
+  auto best_of = [&](std::vector<std::vector<double>> const& x, std::size_t s) {
     std::size_t best = 2;
     for (std::size_t a = 3; a < again; ++a)
-      if (t[a][s] < t[best][s]) best = a;
-    auto const mp = static_cast<std::size_t>(autom.choose(p, counts[s], 4, true));
-    auto const tp = static_cast<std::size_t>(*tuned.tuned_choice(0, p, counts[s], 4, true));
-    double const rm = t[0][s] / t[best][s], rt = t[1][s] / t[best][s];
-    double const noise = std::max(t[again][s], t[2][s]) / std::min(t[again][s], t[2][s]);
-    worst_model = std::max(worst_model, rm);
-    worst_tuned = std::max(worst_tuned, rt);
+      if (x[a][s] < x[best][s]) best = a;
+    return best;
+  };
+  for (std::size_t s = 0; s < counts.size(); ++s) {
+    int const mp = static_cast<int>(model_only.choose(p, counts[s], 4, true));
+    std::string picks;
+    double pick = 0, noise = 0;
+    std::vector<double> tuned_ratio, model_ratio;
+    for (std::size_t r = 0; r < m.per_run.size(); ++r) {
+      auto const& x = m.per_run[r];
+      std::size_t const best = best_of(x, s);
+      int const tp = m.picks[1][s][r];
+      picks += (picks.empty() ? "" : " ") + std::string(short_names[static_cast<std::size_t>(tp)]);
+      pick = std::max(pick, x[static_cast<std::size_t>(tp) + 2][s] / x[best][s]);
+      tuned_ratio.push_back(x[1][s] / x[best][s]);
+      model_ratio.push_back(x[0][s] / x[best][s]);
+      noise = std::max(noise, std::max(x[again][s], x[2][s]) / std::min(x[again][s], x[2][s]));
+    }
+    std::size_t const best = best_of(t, s);
+    double const tuned_r = model_check::median(tuned_ratio);
+    double const model_r = model_check::median(model_ratio);
+    worst_tuned = std::max(worst_tuned, tuned_r);
+    worst_pick = std::max(worst_pick, pick);
+    worst_model = std::max(worst_model, model_r);
     worst_noise = std::max(worst_noise, noise);
-    std::printf("%10zu %-18s %10.2f %-18s %7.3f %7.3f %-18s %7.3f %7.3f %7.3f\n", counts[s] * 4,
-                gcl::automatic::choice_names[best - 2].data(), t[best][s] * 1e6,
-                gcl::automatic::choice_names[mp].data(), rm, t[mp + 2][s] / t[best][s],
-                gcl::automatic::choice_names[tp].data(), rt, t[tp + 2][s] / t[best][s], noise);
+    tuned_ok += tuned_r <= 1.10;
+    model_ok += model_r <= 1.10;
+    std::printf("%10zu %-18s %10.2f | %-34s %10.3f %9.3f | %-18s %10.3f | %7.3f\n", counts[s] * 4,
+                name(static_cast<int>(best) - 2).c_str(), t[best][s] * 1e6, picks.c_str(), tuned_r,
+                pick, name(mp).c_str(), model_r, noise);
   }
-  std::printf("# worst automatic (model) / best fixed: %.3f (%s 1.10)\n", worst_model,
-              worst_model <= 1.10 ? "<=" : ">");
-  std::printf("# worst automatic (tuned) / best fixed: %.3f (%s 1.10)\n", worst_tuned,
-              worst_tuned <= 1.10 ? "<=" : ">");
-  std::printf("# worst noise (tree timed twice, slower / faster): %.3f\n", worst_noise);
+  int const n = static_cast<int>(counts.size());
+  std::printf(
+      "# tuned automatic / best fixed: worst %.3f (%s 1.10), within 10%% at %d of %d sizes; "
+      "worst pick timed as fixed in its own run %.3f\n",
+      worst_tuned, worst_tuned <= 1.10 ? "<=" : ">", tuned_ok, n, worst_pick);
+  std::printf("# model alone / best fixed: worst %.3f (%s 1.10), within 10%% at %d of %d sizes\n",
+              worst_model, worst_model <= 1.10 ? "<=" : ">", model_ok, n);
+  std::printf("# noise (tree timed twice in the same loop, slower / faster): worst %.3f\n",
+              worst_noise);
+  if (show_runs) {
+    std::printf(
+        "# every run, us: model, tuned, tree, ring, recursive_doubling, halving_doubling, "
+        "direct, parameter_server, tree again\n");
+    for (std::size_t s = 0; s < counts.size(); ++s)
+      for (std::size_t r = 0; r < m.per_run.size(); ++r) {
+        std::printf("%10zu run %zu:", counts[s] * 4, r);
+        for (auto const& a : m.per_run[r]) std::printf(" %9.2f", a[s] * 1e6);
+        std::printf("\n");
+      }
+  }
 }

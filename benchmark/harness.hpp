@@ -56,9 +56,6 @@
 #include <gcl/transport/tcp.hpp>
 #endif
 
-#include <pthread.h>
-#include <sched.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -68,6 +65,7 @@
 #include <tuple>
 #include <vector>
 
+#include "bind.hpp"
 #include "common.hpp"
 
 namespace bench {
@@ -182,6 +180,13 @@ std::uint64_t sweep(Comm& comm, gcl_options const& o, Op const& op, Alg const& a
     }
     fill_timed_input<T>(o.op, b.in);
     for (int i = 0; i < o.warmup; ++i) Call::run(comm, b, op, o.root, alg);
+    // An algorithm that tunes itself (automatic) first settles, as in a training loop's first
+    // iterations: every rank settles on the same call, so every rank leaves this loop together.
+    if constexpr (kind == collective::all_reduce &&
+                  requires { alg.tuned_choice(comm, std::size_t{}, sizeof(T), true); })
+      while (!alg.tuned_choice(comm, static_cast<std::size_t>(n), sizeof(T),
+                               gcl::enable_commutative<Op>))
+        Call::run(comm, b, op, o.root, alg);
     std::vector<double> times(static_cast<std::size_t>(o.iters));
     for (auto& t : times) {
       barrier(comm);
@@ -267,18 +272,6 @@ std::uint64_t run_rank(Comm& comm, gcl_options const& o, std::string const& impl
     });
   });
   return wrong;
-}
-
-// Pins the calling thread (a rank) to core `rank mod cores`, as Open MPI binds its processes
-// by default when they do not outnumber the cores (`--bind-to core`); unpinned otherwise.
-inline void bind_rank(std::string const& how, int rank, int size) {
-  unsigned const cores = std::max(1u, std::thread::hardware_concurrency());
-  bool pin = how == "core" || (how == "auto" && static_cast<unsigned>(size) <= cores);
-  if (!pin) return;
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  CPU_SET(static_cast<unsigned>(rank) % cores, &set);
-  pthread_setaffinity_np(pthread_self(), sizeof set, &set);  // best effort
 }
 
 inline bool launched_by_launcher() {

@@ -1,9 +1,15 @@
 #pragma once
 // Shared by predict_vs_measure and automatic_sweep: time gcl::all_reduce for a list of
 // algorithms and sizes on P threads, interleaving the algorithms inside each repetition so that
-// the machine's background load (shared cores) hits them alike. Per repetition the time of a
-// call is the slowest rank's (barrier, t0, call, t); the reported time is the median over
-// repetitions.
+// the machine's background load (shared cores) hits them alike. Each algorithm's turn in a
+// repetition is two calls and only the second is timed, so that it follows a call of its own
+// algorithm as in a program that uses one (after another algorithm, the caches and the waiting
+// threads are in that one's state, which at MiB sizes alone changes the time by half). The time of
+// a call is the slowest rank's (barrier, t0, call, t); the reported time is the median over
+// repetitions, of which there are at least enough to span `min_seconds` per size (threads that
+// share cores run faster or slower for milliseconds at a time, so a short window measures luck). An
+// algorithm that tunes itself (gcl::automatic) is first called until it has settled for the size,
+// as a training loop's first iterations would, and its pick is reported.
 
 #include <gcl/algorithm/automatic.hpp>
 #include <gcl/collective/all_reduce.hpp>
@@ -14,10 +20,14 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstddef>
 #include <stdexcept>
+#include <string>
 #include <tuple>
 #include <vector>
+
+#include "bind.hpp"
 
 namespace model_check {
 
@@ -26,36 +36,102 @@ inline double median(std::vector<double> v) {
   return v.empty() ? 0.0 : v[v.size() / 2];
 }
 
-/// seconds[a][s]: median time of algorithm a (index in `algs`) at sizes[s] (float32 elements).
+/// How to time: at least `repetitions` calls per algorithm and size, and at least enough to
+/// last `min_seconds` per size; `runs` independent runs; rank threads pinned per `bind` ("auto":
+/// to core rank mod cores when ranks do not outnumber cores, "core": always, "none").
+struct timing_options {
+  int repetitions = 11;
+  int runs = 1;
+  double min_seconds = 0;
+  std::string bind = "auto";
+};
+
+/// Per algorithm a (index in the tuple) and size s: the median time, and for an algorithm that
+/// tunes itself what it settled on in each run (a `gcl::automatic::choice` as int; -1 for the
+/// others).
+struct timings {
+  std::vector<std::vector<double>> seconds;               // [a][s], the median over runs
+  std::vector<std::vector<std::vector<int>>> picks;       // [a][s][run]
+  std::vector<std::vector<std::vector<double>>> per_run;  // [run][a][s]
+};
+
+/// Calls `alg` until it reports a settled choice for `count` floats (at most `limit_seconds`,
+/// agreed, then throws) and returns it; -1 for an algorithm that does not tune.
+template <class Comm, class Alg>
+int settle(Comm& comm, Alg const& alg, std::vector<float>& v, double limit_seconds = 60) {
+  if constexpr (requires { alg.tuned_choice(comm, v.size(), sizeof(float), true); }) {
+    auto const start = std::chrono::steady_clock::now();
+    while (true) {
+      if (auto c = alg.tuned_choice(comm, v.size(), sizeof(float), true))
+        return static_cast<int>(*c);
+      // Every rank settles on the same call, so every rank sees the same limit decision only
+      // if it is agreed; the tuned automatic cannot be left half way.
+      double elapsed =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      gcl::all_reduce(comm, std::span<double>(&elapsed, 1), gcl::max{}, gcl::tree{});
+      if (elapsed > limit_seconds) throw std::runtime_error("automatic did not settle");
+      std::fill(v.begin(), v.end(), static_cast<float>(comm.rank() + 1));
+      gcl::all_reduce(comm, v, gcl::sum{}, alg);
+      float const want = static_cast<float>(comm.size() * (comm.size() + 1) / 2);
+      if (!v.empty() && (v.front() != want || v.back() != want))
+        throw std::runtime_error("wrong all_reduce result while tuning");
+    }
+  } else {
+    return -1;
+  }
+}
+
+/// One run on fresh threads: seconds[a][s] and each tuning algorithm's pick (picks[a][s][0]).
 /// Also checks every result (rank r holds r + 1, so each element must be P(P+1)/2).
 template <class... Algs>
-std::vector<std::vector<double>> time_all_reduce_once(int p, std::vector<std::size_t> const& counts,
-                                                      int repetitions,
-                                                      std::tuple<Algs...> const& algs) {
+timings time_all_reduce_once(int p, std::vector<std::size_t> const& counts,
+                             std::tuple<Algs...> const& algs, timing_options const& o) {
+  int const repetitions = o.repetitions;
   constexpr std::size_t na = sizeof...(Algs);
-  // per rank: [alg][size][rep]
+  struct rank_result {
+    std::vector<std::vector<std::vector<double>>> t;  // [alg][size][rep]
+    std::vector<std::vector<int>> picks;              // [alg][size]
+  };
   auto per_rank = gcl::spawn<gcl::inproc_transport>(p, [&](auto& comm) {
-    std::vector<std::vector<std::vector<double>>> t(
-        na, std::vector<std::vector<double>>(counts.size()));
+    bench::detail::bind_rank(o.bind, comm.rank(), comm.size());
+    rank_result r{std::vector<std::vector<std::vector<double>>>(
+                      na, std::vector<std::vector<double>>(counts.size())),
+                  std::vector<std::vector<int>>(na, std::vector<int>(counts.size(), -1))};
     std::vector<float> v;
     for (std::size_t s = 0; s < counts.size(); ++s) {
       v.assign(counts[s], 0.0f);
-      for (int rep = -2; rep < repetitions; ++rep) {  // two warm-up calls
+      std::size_t k = 0;
+      std::apply([&](auto const&... alg) { ((r.picks[k++][s] = settle(comm, alg, v)), ...); },
+                 algs);
+      // Two warm-up rounds, timed to size the rest: enough rounds to last min_seconds, agreed.
+      double reps = repetitions;
+      auto const warm = std::chrono::steady_clock::now();
+      for (int rep = -2; rep < reps; ++rep) {
+        if (rep == 0 && o.min_seconds > 0) {
+          double round =
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - warm).count() / 2;
+          gcl::all_reduce(comm, std::span<double>(&round, 1), gcl::max{}, gcl::tree{});
+          reps = std::clamp(std::ceil(o.min_seconds / std::max(round, 1e-9)), double(repetitions),
+                            1e5);
+        }
         std::size_t a = 0;
         std::apply(
             [&](auto const&... alg) {
               (
                   [&] {
-                    std::fill(v.begin(), v.end(), static_cast<float>(comm.rank() + 1));
-                    gcl::barrier(comm);
-                    auto t0 = std::chrono::steady_clock::now();
-                    gcl::all_reduce(comm, v, gcl::sum{}, alg);
-                    double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
-                                    .count();
-                    float const want = static_cast<float>(comm.size() * (comm.size() + 1) / 2);
-                    if (!v.empty() && (v.front() != want || v.back() != want))
-                      throw std::runtime_error("wrong all_reduce result");
-                    if (rep >= 0) t[a][s].push_back(dt);
+                    for (int call = 0; call < 2; ++call) {  // the first is the turn's warm-up
+                      std::fill(v.begin(), v.end(), static_cast<float>(comm.rank() + 1));
+                      gcl::barrier(comm);
+                      auto t0 = std::chrono::steady_clock::now();
+                      gcl::all_reduce(comm, v, gcl::sum{}, alg);
+                      double dt =
+                          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+                              .count();
+                      float const want = static_cast<float>(comm.size() * (comm.size() + 1) / 2);
+                      if (!v.empty() && (v.front() != want || v.back() != want))
+                        throw std::runtime_error("wrong all_reduce result");
+                      if (rep >= 0 && call == 1) r.t[a][s].push_back(dt);
+                    }
                     ++a;
                   }(),
                   ...);
@@ -63,34 +139,40 @@ std::vector<std::vector<double>> time_all_reduce_once(int p, std::vector<std::si
             algs);
       }
     }
-    return t;
+    return r;
   });
-  std::vector<std::vector<double>> out(na, std::vector<double>(counts.size()));
+  timings out{
+      std::vector<std::vector<double>>(na, std::vector<double>(counts.size())),
+      std::vector<std::vector<std::vector<int>>>(na, std::vector<std::vector<int>>(counts.size()))};
   for (std::size_t a = 0; a < na; ++a)
     for (std::size_t s = 0; s < counts.size(); ++s) {
-      std::vector<double> slowest(static_cast<std::size_t>(repetitions), 0.0);
+      std::vector<double> slowest(per_rank[0].t[a][s].size(), 0.0);
       for (auto const& r : per_rank)
-        for (int i = 0; i < repetitions; ++i) slowest[i] = std::max(slowest[i], r[a][s][i]);
-      out[a][s] = median(slowest);
+        for (std::size_t i = 0; i < slowest.size(); ++i)
+          slowest[i] = std::max(slowest[i], r.t[a][s][i]);
+      out.seconds[a][s] = median(slowest);
+      out.picks[a][s].push_back(per_rank[0].picks[a][s]);  // the same on every rank
     }
   return out;
 }
 
-/// The median over `runs` independent runs (fresh threads each) of `time_all_reduce_once`: load
-/// from other processes comes in bursts longer than one run.
+/// The median over `o.runs` independent runs (fresh threads, fresh tuning each) of
+/// `time_all_reduce_once`, and every run's picks: load from other processes comes in bursts
+/// longer than one run.
 template <class... Algs>
-std::vector<std::vector<double>> time_all_reduce(int p, std::vector<std::size_t> const& counts,
-                                                 int repetitions, std::tuple<Algs...> const& algs,
-                                                 int runs = 1) {
-  std::vector<std::vector<std::vector<double>>> all;
-  for (int r = 0; r < std::max(runs, 1); ++r)
-    all.push_back(time_all_reduce_once(p, counts, repetitions, algs));
-  auto out = all[0];
-  for (std::size_t a = 0; a < out.size(); ++a)
-    for (std::size_t s = 0; s < out[a].size(); ++s) {
+timings time_all_reduce(int p, std::vector<std::size_t> const& counts,
+                        std::tuple<Algs...> const& algs, timing_options const& o) {
+  std::vector<timings> all;
+  for (int r = 0; r < std::max(o.runs, 1); ++r)
+    all.push_back(time_all_reduce_once(p, counts, algs, o));
+  timings out = all[0];
+  for (auto const& run : all) out.per_run.push_back(run.seconds);
+  for (std::size_t a = 0; a < out.seconds.size(); ++a)
+    for (std::size_t s = 0; s < out.seconds[a].size(); ++s) {
       std::vector<double> v;
-      for (auto const& run : all) v.push_back(run[a][s]);
-      out[a][s] = median(v);
+      for (auto const& run : all) v.push_back(run.seconds[a][s]);
+      out.seconds[a][s] = median(v);
+      for (std::size_t r = 1; r < all.size(); ++r) out.picks[a][s].push_back(all[r].picks[a][s][0]);
     }
   return out;
 }

@@ -49,7 +49,8 @@ int main(int argc, char** argv) {
                          gcl::parameter_server{}};
   char const* names[] = {
       "tree", "ring", "recursive_doubling", "halving_doubling", "direct", "parameter_server"};
-  auto measured = model_check::time_all_reduce(p, counts, reps, algs, runs);
+  auto measured =
+      model_check::time_all_reduce(p, counts, algs, {.repetitions = reps, .runs = runs}).seconds;
   auto one_way = model_check::ping_pong(counts, reps);
 
   std::printf(
