@@ -145,15 +145,22 @@ BOOST_AUTO_TEST_CASE(the_race_drops_the_clearly_slower_and_settles_on_the_least_
              }) == 2 * 2 * 9);
   BOOST_TEST(e.chosen == 0);
   BOOST_TEST((e.racing == std::vector<bool>{true, true}));
-  // A dropped candidate takes no more turns: 1 drops after 3 rounds (its best, 5, is behind the
-  // leader's median, 1); in the next round candidate 2's median falls to 0.8, below 0's every
-  // time, and 0 drops.
+  // A dropped candidate takes no more turns: after 3 rounds 1 drops (its lower quartile, 5, is
+  // above the leader's upper quartile, 1); 0 and 2 overlap, so they go on to max_trials, where
+  // 2's median (0.8 of 1.1, 0.8, 1.1, 0.8, 1.1, 0.8) beats 0's (1).
   BOOST_TEST(race(e, 3, 3, 6, [](int i, int k) {
                return i == 0 ? 1.0 : i == 1 ? 5.0 : (k % 2 ? 0.8 : 1.1);
-             }) == 2 * (3 * 3 + 2));
+             }) == 2 * (3 * 3 + 2 * 3));
   BOOST_TEST(e.chosen == 2);
   BOOST_TEST(e.seconds[1].size() == 3u);
-  BOOST_TEST(e.seconds[0].size() == 4u);
+  BOOST_TEST(e.seconds[0].size() == 6u);
+  // A leader's lucky start drops nothing that overlaps it: 0 starts fast (1, 1, then 3s), 1 is
+  // steady at 2 after 2.5. After 3 rounds 0 leads (median 1) but its upper quartile is 3, so 1
+  // (lower quartile 2) stays, and at max_trials it wins (median 2 against 3).
+  BOOST_TEST(race(e, 2, 3, 6, [](int i, int k) {
+               return i == 0 ? (k < 2 ? 1.0 : 3.0) : (k == 0 ? 2.5 : 2.0);
+             }) == 2 * 2 * 6);
+  BOOST_TEST(e.chosen == 1);
   // Equal times: nobody drops, and at max_trials the model's order breaks the tie.
   BOOST_TEST(race(e, 3, 2, 5, [](int, int) { return 1.0; }) == 2 * 3 * 5);
   BOOST_TEST(e.chosen == 0);

@@ -31,6 +31,7 @@
 #include <array>
 #include <bit>
 #include <chrono>
+#include <cmath>
 #include <cstddef>
 #include <cstdio>
 #include <cstdlib>
@@ -91,9 +92,15 @@ struct automatic_tuning {
   std::map<key, entry>::value_type* last_ = nullptr;  // map nodes never move
 };
 
-inline double lower_median(std::vector<double> v) {
+// The q-th of the sorted times, q in [0, 1], rounding the index down (`below`) or up: the lower
+// median is (0.5, below), the quartiles of a race (0.25, below) and (0.75, up).
+inline double quantile(std::vector<double> v, double q, bool below = true) {
   std::sort(v.begin(), v.end());
-  return v[(v.size() - 1) / 2];
+  double const at = q * static_cast<double>(v.size() - 1);
+  return v[static_cast<std::size_t>(below ? std::floor(at) : std::ceil(at))];
+}
+inline double lower_median(std::vector<double> const& v) {
+  return quantile(v, 0.5);
 }
 
 // Records one trial call of `e.candidates[e.turn]` that took `seconds`, the race having lasted
@@ -103,9 +110,11 @@ inline double lower_median(std::vector<double> v) {
 // that one's state: at MiB sizes that alone changes the time by half). Then the turn moves to
 // the next candidate still racing. When that completes a round (every racing candidate then
 // has the same number of times), each has `trials` times and the race has lasted `min_seconds`,
-// drops those whose fastest time is slower than the leader's median (behind beyond the noise),
-// and settles (`chosen`) when one is left or the times reach `max_trials`: the least median,
-// ties to the model's order. The inputs are agreed, so every rank settles on the same call and
+// drops those clearly behind the leader (the least median), whose lower quartile is above the
+// leader's upper quartile: their times hardly overlap (with 3 times: the fastest above the
+// leader's slowest, so that a leader's lucky start cannot drop what later proves faster). It
+// settles (`chosen`) when one is left or the times reach `max_trials`: the least median, ties
+// to the model's order. The inputs are agreed, so every rank settles on the same call and
 // the same candidate.
 inline void automatic_race(automatic_tuning::entry& e, double seconds, double elapsed, int trials,
                            int max_trials, double min_seconds = 0) {
@@ -122,10 +131,10 @@ inline void automatic_race(automatic_tuning::entry& e, double seconds, double el
   for (std::size_t i = 0; i < n; ++i)
     if (e.racing[i] && (leader == n || lower_median(e.seconds[i]) < best))
       leader = i, best = lower_median(e.seconds[i]);
+  double const leader_upper = quantile(e.seconds[leader], 0.75, false);
   std::size_t left = 0;
   for (std::size_t i = 0; i < n; ++i) {
-    auto const& t = e.seconds[i];
-    if (e.racing[i] && *std::min_element(t.begin(), t.end()) > best) e.racing[i] = false;
+    if (e.racing[i] && quantile(e.seconds[i], 0.25) > leader_upper) e.racing[i] = false;
     left += e.racing[i];
   }
   if (left == 1 || samples >= static_cast<std::size_t>(std::max(max_trials, trials)))
