@@ -89,13 +89,16 @@ int main(int argc, char** argv) {
       p, reps, min_seconds, runs, tuned.trials, tuned.max_trials, tuned.min_race_seconds,
       tuned.shortlist, tuned.model.alpha, tuned.model.beta, tuned.model.gamma, tuned.model.latency,
       tuned.model.parallelism);
-  // Per run, every ratio is over that run's best fixed algorithm, all timed in the same loop:
+  // The best fixed algorithm of a size is the one with the least median over runs. Ratios are
+  // taken within each run (all algorithms of a run share its machine state: a run can be
+  // slower as a whole, which a ratio of medians from different runs would charge to one
+  // algorithm), then the median over runs is shown:
   //   automatic/best  automatic's own calls (once settled they add nothing to the algorithm it
-  //                   picked), the median over runs: the check;
-  //   pick/best       the algorithm it picked in a run, timed as a fixed one, the worst run;
-  //   model/best      the model alone (.trials = 0), its own calls, the median over runs;
+  //                   picked) over the best fixed algorithm's: the check;
+  //   model/best      the same for the model alone (.trials = 0);
+  //   pick/best       the algorithm automatic picked in a run, timed as a fixed one, over that
+  //                   run's own best: the worst run (near-ties flip from run to run);
   //   noise           tree timed twice in the same loop, slower / faster, the worst run.
-  // "best fixed" and "best us" are the medians over runs.
   std::printf("%10s %-18s %10s | %-34s %10s %9s | %-18s %10s | %7s\n", "bytes", "best fixed",
               "best us", "tuned picks (rd, hd, ps: short)", "auto/best", "pick/best", "model picks",
               "model/best", "noise");
@@ -109,20 +112,20 @@ int main(int argc, char** argv) {
   };
   for (std::size_t s = 0; s < counts.size(); ++s) {
     int const mp = static_cast<int>(model_only.choose(p, counts[s], 4, true));
+    std::size_t const best = best_of(t, s);
     std::string picks;
     double pick = 0, noise = 0;
     std::vector<double> tuned_ratio, model_ratio;
     for (std::size_t r = 0; r < m.per_run.size(); ++r) {
       auto const& x = m.per_run[r];
-      std::size_t const best = best_of(x, s);
+      std::size_t const run_best = best_of(x, s);
       int const tp = m.picks[1][s][r];
       picks += (picks.empty() ? "" : " ") + std::string(short_names[static_cast<std::size_t>(tp)]);
-      pick = std::max(pick, x[static_cast<std::size_t>(tp) + 2][s] / x[best][s]);
+      pick = std::max(pick, x[static_cast<std::size_t>(tp) + 2][s] / x[run_best][s]);
       tuned_ratio.push_back(x[1][s] / x[best][s]);
       model_ratio.push_back(x[0][s] / x[best][s]);
       noise = std::max(noise, std::max(x[again][s], x[2][s]) / std::min(x[again][s], x[2][s]));
     }
-    std::size_t const best = best_of(t, s);
     double const tuned_r = model_check::median(tuned_ratio);
     double const model_r = model_check::median(model_ratio);
     worst_tuned = std::max(worst_tuned, tuned_r);
