@@ -91,3 +91,17 @@ BOOST_AUTO_TEST_CASE(matrix_product_is_not_commutative) {
   BOOST_TEST((matmul{}(a, b) == mat2{2, 1, 1, 1}));
   BOOST_TEST((matmul{}(b, a) == mat2{1, 1, 1, 2}));
 }
+
+// Each built-in takes only the types its expression is defined for, so gcl's check of a call
+// (`reduction_op`) rejects a wrong pairing before the operator is instantiated. Checked at
+// compile time: this file does not build if one fails.
+struct no_operators {};
+static_assert(gcl::reduction_op<gcl::bit_and, int> &&
+              gcl::reduction_op<gcl::bit_xor, std::uint8_t>);
+static_assert(!gcl::reduction_op<gcl::bit_and, double> && !gcl::reduction_op<gcl::bit_or, float>);
+static_assert(!gcl::reduction_op<gcl::bit_xor, double>);
+static_assert(gcl::reduction_op<gcl::sum, double> && gcl::reduction_op<gcl::prod, std::int64_t>);
+static_assert(!gcl::reduction_op<gcl::sum, no_operators> &&
+              !gcl::reduction_op<gcl::max, no_operators>);
+static_assert(!gcl::reduction_op<gcl::logical_and, no_operators>);
+static_assert(gcl::reduction_op<gcl::logical_or, bool> && gcl::reduction_op<gcl::min, float>);

@@ -3,6 +3,7 @@
 /// Reduction operators. Built-ins are commutative; a user callable is not unless it says so.
 
 #include <algorithm>
+#include <concepts>
 #include <functional>
 #include <string_view>
 #include <type_traits>
@@ -12,11 +13,43 @@
 
 namespace gcl {
 
+namespace detail {
+// What each built-in needs of T, so that a wrong pairing (bit_and on double) fails at gcl's check
+// of the call (`reduction_op`) with one message, not inside the operator.
+// Not formatted: clang-format 14 reads `a * b` in a requirement as a declaration (`a* b`).
+// clang-format off
+template <class T>
+concept addable = requires(T const& a, T const& b) {
+  { a + b } -> std::convertible_to<T>;
+};
+template <class T>
+concept multipliable = requires(T const& a, T const& b) {
+  { a * b } -> std::convertible_to<T>;
+};
+template <class T>
+concept less_comparable = requires(T const& a, T const& b) {
+  { a < b } -> std::convertible_to<bool>;
+};
+template <class T>
+concept bitwise_combinable = requires(T const& a, T const& b) {
+  { a & b } -> std::convertible_to<T>;
+  { a | b } -> std::convertible_to<T>;
+  { a ^ b } -> std::convertible_to<T>;
+};
+template <class T>
+concept truth_valued = requires(T const& a, T const& b) {
+  { a && b } -> std::convertible_to<bool>;
+  { a || b } -> std::convertible_to<bool>;
+  { !a } -> std::convertible_to<bool>;
+};
+// clang-format on
+}  // namespace detail
+
 /// `a + b`.   `gcl::all_reduce(comm, v, gcl::sum{}, gcl::ring{});`
 struct sum {
   static constexpr bool commutative = true;
   static constexpr std::string_view name = "sum";
-  template <class T>
+  template <detail::addable T>
   constexpr T operator()(T const& a, T const& b) const {
     return a + b;
   }
@@ -25,7 +58,7 @@ struct sum {
 struct prod {
   static constexpr bool commutative = true;
   static constexpr std::string_view name = "prod";
-  template <class T>
+  template <detail::multipliable T>
   constexpr T operator()(T const& a, T const& b) const {
     return a * b;
   }
@@ -34,7 +67,7 @@ struct prod {
 struct min {
   static constexpr bool commutative = true;
   static constexpr std::string_view name = "min";
-  template <class T>
+  template <detail::less_comparable T>
   constexpr T operator()(T const& a, T const& b) const {
     return b < a ? b : a;
   }
@@ -43,7 +76,7 @@ struct min {
 struct max {
   static constexpr bool commutative = true;
   static constexpr std::string_view name = "max";
-  template <class T>
+  template <detail::less_comparable T>
   constexpr T operator()(T const& a, T const& b) const {
     return a < b ? b : a;
   }
@@ -52,7 +85,7 @@ struct max {
 struct bit_and {
   static constexpr bool commutative = true;
   static constexpr std::string_view name = "bit_and";
-  template <class T>
+  template <detail::bitwise_combinable T>
   constexpr T operator()(T const& a, T const& b) const {
     return static_cast<T>(a & b);
   }
@@ -61,7 +94,7 @@ struct bit_and {
 struct bit_or {
   static constexpr bool commutative = true;
   static constexpr std::string_view name = "bit_or";
-  template <class T>
+  template <detail::bitwise_combinable T>
   constexpr T operator()(T const& a, T const& b) const {
     return static_cast<T>(a | b);
   }
@@ -70,7 +103,7 @@ struct bit_or {
 struct bit_xor {
   static constexpr bool commutative = true;
   static constexpr std::string_view name = "bit_xor";
-  template <class T>
+  template <detail::bitwise_combinable T>
   constexpr T operator()(T const& a, T const& b) const {
     return static_cast<T>(a ^ b);
   }
@@ -79,7 +112,7 @@ struct bit_xor {
 struct logical_and {
   static constexpr bool commutative = true;
   static constexpr std::string_view name = "logical_and";
-  template <class T>
+  template <detail::truth_valued T>
   constexpr T operator()(T const& a, T const& b) const {
     return static_cast<T>(a && b);
   }
@@ -88,7 +121,7 @@ struct logical_and {
 struct logical_or {
   static constexpr bool commutative = true;
   static constexpr std::string_view name = "logical_or";
-  template <class T>
+  template <detail::truth_valued T>
   constexpr T operator()(T const& a, T const& b) const {
     return static_cast<T>(a || b);
   }
@@ -97,7 +130,7 @@ struct logical_or {
 struct logical_xor {
   static constexpr bool commutative = true;
   static constexpr std::string_view name = "logical_xor";
-  template <class T>
+  template <detail::truth_valued T>
   constexpr T operator()(T const& a, T const& b) const {
     return static_cast<T>(!a != !b);
   }
