@@ -95,20 +95,7 @@ meta mode "sizes $min..$max x$factor; iterations $iters_small below 1 MiB, $iter
 step "machine limits"
 "$bin/machine_limits" --bytes 256M --threads 2 --tcp-bytes 1G --csv | tee -a "$results/limits.csv"
 
-# run NAME CMD...: runs one sweep in two size ranges, appending CSV rows to $results/NAME.csv
-run() {
-  local name="$1"; shift
-  local f="$results/$name.csv"
-  {
-    "$@" --min-bytes "$min" --max-bytes 512K --factor "$factor" --iters "$iters_small" --warmup "$warmup" --csv
-    "$@" --min-bytes 1M --max-bytes "$max" --factor "$factor" --iters "$iters_large" --warmup "$warmup" --csv
-  } 2>"$results/$name.err" | sed -e 's/^\[0\] //' | grep -v '^\[[0-9]*\] ' >>"$f" || {
-    echo "bench.sh: $name failed:" >&2
-    cat "$results/$name.err" >&2
-    return 1
-  }
-  echo "  $name" >&2
-}
+source "$repo/benchmark/sweep.sh"  # gcl_sweep NAME CMD...: one sweep, CSV rows to $results/NAME.csv
 
 step "sweeps: collectives [$collectives], P in [$ranks], $reps repetitions"
 for rep in $(seq 1 "$reps"); do
@@ -119,18 +106,18 @@ for rep in $(seq 1 "$reps"); do
       if [[ " $transports " == *" inproc "* ]]; then
         for a in $algs; do
           aopt=(); [[ $a != default ]] && aopt=(--algorithm "$a")
-          run "r${rep}_${c}_p${p}_inproc_$a" "$bin/$c" --world-size "$p" "${aopt[@]}" --label inproc
+          gcl_sweep "r${rep}_${c}_p${p}_inproc_$a" "$bin/$c" --world-size "$p" "${aopt[@]}" --label inproc
         done
-        run "r${rep}_${c}_p${p}_vader" "${mpirun[@]}" -n "$p" --mca btl self,vader "$bin/mpi/$c" --label vader
+        gcl_sweep "r${rep}_${c}_p${p}_vader" "${mpirun[@]}" -n "$p" --mca btl self,vader "$bin/mpi/$c" --label vader
       fi
       if [[ " $transports " == *" tcp "* ]]; then
         if ((have_tcp)); then
           for a in $algs; do
             aopt=(); [[ $a != default ]] && aopt=(--algorithm "$a")
-            run "r${rep}_${c}_p${p}_tcp_$a" "$repo/tools/gcl-launch" -n "$p" -- "$bin/$c" --transport tcp "${aopt[@]}" --label tcp
+            gcl_sweep "r${rep}_${c}_p${p}_tcp_$a" "$repo/tools/gcl-launch" -n "$p" -- "$bin/$c" --transport tcp "${aopt[@]}" --label tcp
           done
         fi
-        run "r${rep}_${c}_p${p}_mpitcp" "${mpirun[@]}" -n "$p" --mca btl self,tcp --mca btl_tcp_if_include lo "$bin/mpi/$c" --label mpitcp
+        gcl_sweep "r${rep}_${c}_p${p}_mpitcp" "${mpirun[@]}" -n "$p" --mca btl self,tcp --mca btl_tcp_if_include lo "$bin/mpi/$c" --label mpitcp
       fi
     done
   done

@@ -59,26 +59,13 @@ mkdir -p "$results"
   echo "mode=sizes $min..$max x$factor; iterations $iters_small below 1 MiB, $iters_large from 1 MiB; warmup $warmup; ranks $ranks; $reps repetitions"
 } >"$results/meta.txt"
 
-# run NAME CMD...: one sweep in two size ranges (more iterations for small sizes), CSV rows to
-# $results/NAME.csv, with gcl-launch's "[rank] " prefix and other ranks' lines removed.
-run() {
-  local name="$1"; shift
-  {
-    "$@" --min-bytes "$min" --max-bytes 512K --factor "$factor" --iters "$iters_small" --warmup "$warmup" --csv
-    "$@" --min-bytes 1M --max-bytes "$max" --factor "$factor" --iters "$iters_large" --warmup "$warmup" --csv
-  } 2>"$results/$name.err" | sed -e 's/^\[0\] //' | grep -v '^\[[0-9]*\] ' >>"$results/$name.csv" || {
-    echo "vs_torch.sh: $name failed:" >&2
-    cat "$results/$name.err" >&2
-    return 1
-  }
-  echo "  $name" >&2
-}
+source "$repo/benchmark/sweep.sh"  # gcl_sweep NAME CMD...: one sweep, CSV rows to $results/NAME.csv
 
 for rep in $(seq 1 "$reps"); do
   for p in $ranks; do
-    run "r${rep}_p${p}_torch" "$py" "$repo/benchmark/peers/torch_all_reduce.py" --world-size "$p" --label torchgloo
-    run "r${rep}_p${p}_tcp" "$repo/tools/gcl-launch" -n "$p" -- "$bin/all_reduce" --transport tcp --algorithm automatic --label tcp
-    run "r${rep}_p${p}_inproc" "$bin/all_reduce" --world-size "$p" --algorithm automatic --label inproc
+    gcl_sweep "r${rep}_p${p}_torch" "$py" "$repo/benchmark/peers/torch_all_reduce.py" --world-size "$p" --label torchgloo
+    gcl_sweep "r${rep}_p${p}_tcp" "$repo/tools/gcl-launch" -n "$p" -- "$bin/all_reduce" --transport tcp --algorithm automatic --label tcp
+    gcl_sweep "r${rep}_p${p}_inproc" "$bin/all_reduce" --world-size "$p" --algorithm automatic --label inproc
   done
 done
 echo "load_after=$(cut -d' ' -f1-3 /proc/loadavg)" >>"$results/meta.txt"
