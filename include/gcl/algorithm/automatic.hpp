@@ -128,9 +128,11 @@ inline void automatic_race(automatic_tuning::entry& e, double seconds, double el
   if (samples < static_cast<std::size_t>(std::max(trials, 1)) || elapsed < min_seconds) return;
   std::size_t leader = n;
   double best = 0;
-  for (std::size_t i = 0; i < n; ++i)
-    if (e.racing[i] && (leader == n || lower_median(e.seconds[i]) < best))
-      leader = i, best = lower_median(e.seconds[i]);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!e.racing[i]) continue;
+    double const median = lower_median(e.seconds[i]);  // sorts a copy: once per candidate
+    if (leader == n || median < best) leader = i, best = median;
+  }
   double const leader_upper = quantile(e.seconds[leader], 0.75, false);
   std::size_t left = 0;
   for (std::size_t i = 0; i < n; ++i) {
