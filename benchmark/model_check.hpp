@@ -55,6 +55,20 @@ struct timings {
   std::vector<std::vector<std::vector<double>>> per_run;  // [run][a][s]
 };
 
+/// Rank r's input: r + 1 everywhere.
+template <class Comm>
+void fill_input(Comm const& comm, std::vector<float>& v) {
+  std::fill(v.begin(), v.end(), static_cast<float>(comm.rank() + 1));
+}
+
+/// After a sum all_reduce of `fill_input`'s data every element is P(P+1)/2; throws `what` if the
+/// first or last is not.
+template <class Comm>
+void check_result(Comm const& comm, std::vector<float> const& v, char const* what) {
+  float const want = static_cast<float>(comm.size() * (comm.size() + 1) / 2);
+  if (!v.empty() && (v.front() != want || v.back() != want)) throw std::runtime_error(what);
+}
+
 /// Calls `alg` until it reports a settled choice for `count` floats (at most `limit_seconds`,
 /// agreed, then throws) and returns it; -1 for an algorithm that does not tune.
 template <class Comm, class Alg>
@@ -70,11 +84,9 @@ int settle(Comm& comm, Alg const& alg, std::vector<float>& v, double limit_secon
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       gcl::all_reduce(comm, std::span<double>(&elapsed, 1), gcl::max{}, gcl::tree{});
       if (elapsed > limit_seconds) throw std::runtime_error("automatic did not settle");
-      std::fill(v.begin(), v.end(), static_cast<float>(comm.rank() + 1));
+      fill_input(comm, v);
       gcl::all_reduce(comm, v, gcl::sum{}, alg);
-      float const want = static_cast<float>(comm.size() * (comm.size() + 1) / 2);
-      if (!v.empty() && (v.front() != want || v.back() != want))
-        throw std::runtime_error("wrong all_reduce result while tuning");
+      check_result(comm, v, "wrong all_reduce result while tuning");
     }
   } else {
     return -1;
@@ -120,16 +132,14 @@ timings time_all_reduce_once(int p, std::vector<std::size_t> const& counts,
               (
                   [&] {
                     for (int call = 0; call < 2; ++call) {  // the first is the turn's warm-up
-                      std::fill(v.begin(), v.end(), static_cast<float>(comm.rank() + 1));
+                      fill_input(comm, v);
                       gcl::barrier(comm);
                       auto t0 = std::chrono::steady_clock::now();
                       gcl::all_reduce(comm, v, gcl::sum{}, alg);
                       double dt =
                           std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
                               .count();
-                      float const want = static_cast<float>(comm.size() * (comm.size() + 1) / 2);
-                      if (!v.empty() && (v.front() != want || v.back() != want))
-                        throw std::runtime_error("wrong all_reduce result");
+                      check_result(comm, v, "wrong all_reduce result");
                       if (rep >= 0 && call == 1) r.t[a][s].push_back(dt);
                     }
                     ++a;
