@@ -103,6 +103,10 @@ requires std::invocable < F&, communicator<Transport>
   }  // joins
   if (first_real) std::rethrow_exception(first_real);
   if (first_abort) std::rethrow_exception(first_abort);
+  // Every rank returned, but the group was ended by an error found after some rank's last call
+  // (ranks that disagreed about a call in which nobody waited for the other): never a success.
+  if constexpr (requires { group.failure(); })
+    if (auto e = group.failure()) std::rethrow_exception(e);
   if constexpr (returns) {
     std::vector<result> out;
     out.reserve(results.size());

@@ -16,6 +16,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <exception>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -25,6 +26,7 @@
 #include <vector>
 
 #include "../call_info.hpp"
+#include "../detail/call_progress.hpp"
 #include "../detail/deadline.hpp"
 #include "../error.hpp"
 
@@ -34,8 +36,10 @@ namespace gcl {
 ///
 ///     gcl::spawn<gcl::inproc_transport>(4, f, {.timeout = std::chrono::seconds{5}});
 struct inproc_options {
-  /// Bound on every blocking call; a call that waits longer throws `errc::timeout`.
-  std::chrono::milliseconds timeout{std::chrono::seconds{30}};
+  /// Bound on every blocking call; a call that waits longer throws `errc::timeout`, naming the
+  /// ranks that hold the collective up. Long by default, as torch.distributed's 30 minutes: a
+  /// rank may spend minutes evaluating or checkpointing between collectives. Tests set their own.
+  std::chrono::milliseconds timeout{std::chrono::minutes{30}};
   /// How long a blocked call polls for its message before sleeping on a condition variable.
   /// Waking a sleeping thread costs microseconds (a futex call and a reschedule), which
   /// dominates small messages; polling yields the core on every round, so ranks that outnumber
@@ -84,6 +88,10 @@ struct inproc_inbox {
   std::vector<inproc_posted_recv*> posted;  // in post order
   std::vector<std::unique_ptr<inproc_message>> owned;
   std::vector<inproc_message*> free;  // reusable messages, buffers kept
+  // The owner's collectives, which senders check their messages against, and the rank the
+  // owner is blocked on (-1: none), for timeout messages.
+  call_progress progress;
+  int waiting_for = -1;
 };
 
 class inproc_world {
@@ -100,13 +108,20 @@ class inproc_world {
     std::lock_guard lock(reason_mutex_);
     return reason_;
   }
-  // Wakes every blocked call of every rank; they throw errc::aborted. Idempotent: the first
-  // reason is kept, because later ones are usually consequences of it.
-  void abort(std::string const& reason) {
+  errc abort_code() {
+    std::lock_guard lock(reason_mutex_);
+    return code_;
+  }
+  // Wakes every blocked call of every rank; they throw `code` (errc::aborted: another rank
+  // failed; errc::mismatch: ranks disagree about a call, which concerns every rank).
+  // Idempotent: the first reason is kept, because later ones are usually consequences of it.
+  // Takes every inbox lock: call it holding none.
+  void abort(std::string const& reason, errc code = errc::aborted) {
     {
       std::lock_guard lock(reason_mutex_);
       if (aborted_.load()) return;
       reason_ = reason;
+      code_ = code;
       aborted_.store(true, std::memory_order_release);
     }
     for (int r = 0; r < size_; ++r) {
@@ -123,6 +138,7 @@ class inproc_world {
   std::atomic<bool> aborted_{false};
   std::mutex reason_mutex_;
   std::string reason_;
+  errc code_ = errc::aborted;
 };
 
 inline std::string tag_text(tag tg) {
@@ -156,6 +172,13 @@ class inproc_transport {
     }
     /// Releases every blocked call of every rank with `errc::aborted`, now and from now on.
     void abort(std::string const& reason) { world_->abort(reason); }
+    /// The error that ended the group, if one did (for `spawn`: a rank may have returned before
+    /// another found that the two disagreed about a call they both made).
+    std::exception_ptr failure() const {
+      if (!world_->aborted()) return nullptr;
+      return std::make_exception_ptr(
+          transport_error(world_->abort_code(), "gcl: " + world_->abort_reason()));
+    }
 
    private:
     static int check_size(int n) {
@@ -214,13 +237,38 @@ class inproc_transport {
   int size() const noexcept { return world_->size(); }
 
   /// Which call the following messages belong to; compared with the peer's on every receive.
-  void set_call(call_info const& c) noexcept { call_ = c; }
+  /// When a collective begins, messages of it that peers sent ahead are checked now: a peer that
+  /// called another collective under the same number is `errc::mismatch` here and at once.
+  void set_call(call_info const& c) {
+    call_ = c;
+    auto& box = world_->inbox(rank_);
+    std::unique_lock lock(box.mutex);
+    box.progress.set(c);
+    if (c.kind == call_kind::point_to_point) return;
+    for (auto* m : box.queue) {
+      using verdict = detail::call_progress::verdict;
+      auto v = box.progress.check(m->call);
+      if (v == verdict::conflict || v == verdict::stale) {
+        auto what = box.progress.disagreement(rank_, m->source, m->call);
+        lock.unlock();
+        fail_mismatch(what);
+      }
+    }
+  }
 
   /// Eager: copies `out` (into the posted receive, or a pooled buffer) and returns.
   void send(int peer, tag tg, std::span<std::byte const> out) {
     throw_if_aborted("send to", peer);
     auto& box = world_->inbox(peer);
     std::unique_lock lock(box.mutex);
+    // The receiver's view of this collective, whether or not it is about to read this message:
+    // a receiver in another call under this number, or done with it, disagrees with us.
+    if (auto v = box.progress.check(call_); v == detail::call_progress::verdict::conflict ||
+                                            v == detail::call_progress::verdict::stale) {
+      auto what = box.progress.disagreement(peer, rank_, call_);
+      lock.unlock();
+      fail_mismatch(what);
+    }
     // A posted receive and a queued message for the same (source, tag) never coexist: each is
     // only added after finding none of the other under this lock. So FIFO holds either way.
     auto it = std::find_if(box.posted.begin(), box.posted.end(),
@@ -365,7 +413,30 @@ class inproc_transport {
         if (ready()) return true;
       }
     }
+    // About to sleep: ranks that are all waiting in calls they disagree about (different roots
+    // of a reduce: every rank only receives) exchange no message that could show it. The last
+    // of them to get here sees the others' calls.
+    if (call_.kind != call_kind::point_to_point) {
+      lock.unlock();
+      check_peers_agree();
+      lock.lock();
+    }
     return box.changed.wait_until(lock, deadline, ready);
+  }
+
+  // Holding no inbox lock: if another rank is inside a collective under the number of ours and
+  // it is another call, ends the group with errc::mismatch (which wakes this rank too).
+  void check_peers_agree() {
+    for (int r = 0; r < world_->size(); ++r) {
+      if (r == rank_) continue;
+      auto& box = world_->inbox(r);
+      std::unique_lock lock(box.mutex);
+      if (box.progress.check(call_) != detail::call_progress::verdict::conflict) continue;
+      auto what = box.progress.disagreement(r, rank_, call_);
+      lock.unlock();
+      world_->abort(what, errc::mismatch);
+      return;
+    }
   }
 
   void wait_posted(detail::inproc_posted_recv& p, char const* what) {
@@ -373,9 +444,11 @@ class inproc_transport {
     auto& box = world_->inbox(rank_);
     std::unique_lock lock(box.mutex);
     auto deadline = std::chrono::steady_clock::now() + world_->options().timeout;
+    box.waiting_for = p.source;
     bool finished = await(box, lock, deadline, [&] {
       return p.st == st::done || p.st == st::mismatch || world_->aborted();
     });
+    box.waiting_for = -1;
     // A sender that claimed the receive is copying into our buffer: let it finish (bounded,
     // it does nothing but memcpy) before the buffer can go out of scope.
     box.changed.wait(lock, [&] { return p.st != st::claimed; });
@@ -387,8 +460,9 @@ class inproc_transport {
     }
     std::erase(box.posted, &p);
     p.st = st::idle;
-    if (!finished) throw timeout_error(what, p.source, p.tg, p.destination.size());
-    throw aborted_error(what, p.source);
+    if (finished) throw aborted_error(what, p.source);
+    lock.unlock();
+    throw timeout_error(what, p.source, p.tg, p.destination.size());
   }
 
   // Takes the first queued message for (peer, tg), waiting while its sender is still copying.
@@ -400,14 +474,17 @@ class inproc_transport {
       return std::find_if(box.queue.begin(), box.queue.end(),
                           [&](auto* m) { return m->source == peer && m->tg == tg; });
     };
+    box.waiting_for = peer;
     bool ok = await(box, lock, deadline, [&] {
       auto it = find();
       return (it != box.queue.end() && (*it)->ready) || world_->aborted();
     });
+    box.waiting_for = -1;
     auto it = find();
     if (it == box.queue.end() || !(*it)->ready) {
-      if (!ok) throw timeout_error(what, peer, tg, in.size());
-      throw aborted_error(what, peer);
+      if (ok) throw aborted_error(what, peer);
+      lock.unlock();
+      throw timeout_error(what, peer, tg, in.size());
     }
     detail::inproc_message* m = *it;
     if (m->size != in.size() || !(m->call == call_))
@@ -444,17 +521,46 @@ class inproc_transport {
                                detail::tag_text(tg) + "), but rank " + std::to_string(peer) +
                                " sent " + std::to_string(sent) + " bytes for " + describe(theirs));
   }
+  // Holding no inbox lock (it takes each rank's in turn): who holds the call up, and what
+  // this rank has received but not read.
   transport_error timeout_error(char const* what, int peer, tag tg, std::size_t bytes) const {
-    return transport_error(errc::timeout, prefix() + what + " rank " + std::to_string(peer) + " (" +
-                                              std::to_string(bytes) + " bytes, " +
-                                              detail::tag_text(tg) + ", " + describe(call_) +
-                                              ") timed out after " +
-                                              detail::format_duration(world_->options().timeout));
+    std::vector<detail::rank_status> all;
+    std::string unread;
+    int unread_count = 0;
+    for (int r = 0; r < world_->size(); ++r) {
+      auto& box = world_->inbox(r);
+      std::lock_guard lock(box.mutex);
+      detail::rank_status st{r, true, box.progress.started(), box.progress.in_call(),
+                             box.waiting_for, {}};
+      if (auto const* c = box.progress.recall(st.started)) st.call = *c;
+      all.push_back(st);
+      if (r != rank_) continue;
+      for (auto* m : box.queue)
+        if (m->ready && unread_count++ < 4)
+          unread += std::string(unread.empty() ? "" : ", ") + std::to_string(m->size) +
+                    " bytes from rank " + std::to_string(m->source) + " (" +
+                    detail::tag_text(m->tg) + ", " + describe(m->call) + ")";
+    }
+    std::string text = prefix() + what + " rank " + std::to_string(peer) + " (" +
+                       std::to_string(bytes) + " bytes, " + detail::tag_text(tg) + ", " +
+                       describe(call_) + ") timed out after " +
+                       detail::format_duration(world_->options().timeout);
+    if (auto stall = detail::describe_stall(call_, all); !stall.empty()) text += ": " + stall;
+    if (unread_count > 0)
+      text += ". Received here but not read: " + unread + (unread_count > 4 ? ", ..." : "");
+    return transport_error(errc::timeout, text);
   }
   transport_error aborted_error(char const* what, int peer) const {
-    return transport_error(errc::aborted, prefix() + what + " rank " + std::to_string(peer) +
-                                              " in " + describe(call_) +
-                                              " aborted: " + world_->abort_reason());
+    auto code = world_->abort_code();
+    if (code == errc::mismatch)  // the disagreement concerns every rank: say it as it is
+      return transport_error(code, prefix() + world_->abort_reason());
+    return transport_error(code, prefix() + what + " rank " + std::to_string(peer) + " in " +
+                                     describe(call_) + " aborted: " + world_->abort_reason());
+  }
+  // Ranks disagree about a call: every rank of the group learns it, with this text.
+  [[noreturn]] void fail_mismatch(std::string const& what) const {
+    world_->abort(what, errc::mismatch);
+    throw transport_error(errc::mismatch, prefix() + what);
   }
 
   std::shared_ptr<detail::inproc_world> world_;

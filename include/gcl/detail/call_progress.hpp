@@ -1,0 +1,150 @@
+#pragma once
+// What a rank knows of its own collectives, kept by the call-aware transports (inproc, tcp) so
+// that every message of another rank's collective is checked against this rank's view of the
+// same call as soon as both exist -- when the message arrives, or when this rank begins that
+// call -- whoever sent it and whether or not this rank was about to read it. And what a rank
+// says of every rank's progress when a collective times out.
+//
+// The rule behind the check: every message a collective sends is received within the same
+// collective on the receiving rank (all of gcl's algorithms are self-contained). So a message
+// of collective #s is wrong if the receiver is in its own #s and that is another call, or if
+// the receiver has already finished its #s without reading it.
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "../call_info.hpp"
+
+namespace gcl::detail {
+
+class call_progress {
+ public:
+  /// What a message of a collective means to this rank.
+  enum class verdict {
+    fine,      ///< this rank is in that very call (or the message is point-to-point)
+    ahead,     ///< the sender is ahead: check again when this rank begins that call
+    conflict,  ///< this rank is in the same-numbered call, and it is another call
+    stale,     ///< this rank finished that call without reading the message
+  };
+
+  /// A collective begins (`c.kind` is not point_to_point) or ends (it is).
+  void set(call_info const& c) noexcept {
+    if (c.kind == call_kind::point_to_point) {
+      in_call_ = false;
+      return;
+    }
+    started_ = c.sequence;
+    in_call_ = true;
+    recent_[c.sequence % recent_.size()] = c;
+  }
+
+  std::uint64_t started() const noexcept { return started_; }
+  bool in_call() const noexcept { return in_call_; }
+  /// This rank's collective #`sequence`, if it is recent enough to be remembered.
+  call_info const* recall(std::uint64_t sequence) const noexcept {
+    if (sequence == 0 || sequence > started_ || started_ - sequence >= recent_.size())
+      return nullptr;
+    return &recent_[sequence % recent_.size()];
+  }
+
+  verdict check(call_info const& theirs) const noexcept {
+    if (theirs.kind == call_kind::point_to_point) return verdict::fine;
+    if (theirs.sequence > started_) return verdict::ahead;
+    if (theirs.sequence == started_ && in_call_)
+      return theirs == recent_[started_ % recent_.size()] ? verdict::fine : verdict::conflict;
+    return verdict::stale;
+  }
+
+  /// The message for a `conflict` or `stale` verdict: both ranks and both calls.
+  ///   "collective #3: rank 1 called broadcast #3 (tree, 10 x int32, root 1), rank 0 called
+  ///    broadcast #3 (tree, 10 x int32, root 0)"
+  std::string disagreement(int me, int sender, call_info const& theirs) const {
+    std::string s = "collective #" + std::to_string(theirs.sequence) + ": rank " +
+                    std::to_string(sender) + " called " + describe(theirs) + ", rank " +
+                    std::to_string(me);
+    if (auto const* mine = recall(theirs.sequence))
+      s += " called " + describe(*mine);
+    else
+      s += " is already at collective #" + std::to_string(started_);
+    if (check(theirs) == verdict::stale)
+      s += " and finished it without receiving rank " + std::to_string(sender) + "'s message";
+    return s;
+  }
+
+ private:
+  std::uint64_t started_ = 0;  // the sequence number of the last collective begun
+  bool in_call_ = false;
+  std::array<call_info, 16> recent_{};  // recent_[s % 16]: this rank's collective #s
+};
+
+/// One rank's answer to "where are you?", for timeout messages.
+struct rank_status {
+  int rank = 0;
+  bool answered = false;       // false: it did not answer (stopped, hung, or gone)
+  std::uint64_t started = 0;   // its last collective begun
+  bool in_call = false;        // still inside it
+  int waiting_for = -1;        // the rank it is blocked on, -1 if none
+  call_info call;              // its collective #started, if any
+};
+
+/// "rank 2 has not started all_reduce #10 (its last collective is #9); ranks 0, 1 and 3 are
+/// waiting in it (0 for 3, 1 for 0, 3 for 2)": who holds up collective `mine` (this rank's
+/// current call), from every rank's status. Outside a collective, the same about the latest
+/// collective some rank is waiting in (this rank may be the one holding it up). Empty if none.
+inline std::string describe_stall(call_info mine, std::vector<rank_status> const& all) {
+  if (mine.kind == call_kind::point_to_point) {
+    for (auto const& r : all)
+      if (r.answered && r.in_call && r.started > mine.sequence) mine = r.call;
+    if (mine.kind == call_kind::point_to_point) return {};
+  }
+  auto const s = mine.sequence;
+  std::string const what = std::string(name_of(mine.kind)) + " #" + std::to_string(s);
+  std::vector<int> silent, behind, waiting, waiting_on, done;
+  std::vector<std::uint64_t> behind_at;
+  for (auto const& r : all) {
+    if (!r.answered)
+      silent.push_back(r.rank);
+    else if (r.started < s) {
+      behind.push_back(r.rank);
+      behind_at.push_back(r.started);
+    } else if (r.started == s && r.in_call) {
+      waiting.push_back(r.rank);
+      waiting_on.push_back(r.waiting_for);
+    } else
+      done.push_back(r.rank);
+  }
+  auto list = [](std::vector<int> const& v) {
+    std::string t = v.size() == 1 ? "rank " : "ranks ";
+    for (std::size_t i = 0; i < v.size(); ++i)
+      t += (i == 0 ? "" : i + 1 == v.size() ? " and " : ", ") + std::to_string(v[i]);
+    return t;
+  };
+  std::vector<std::string> parts;
+  for (std::size_t i = 0; i < behind.size(); ++i)
+    parts.push_back("rank " + std::to_string(behind[i]) + " has not started " + what +
+                    (behind_at[i] == 0 ? " (it has started no collective)"
+                                       : " (its last collective is #" +
+                                             std::to_string(behind_at[i]) + ")"));
+  if (!silent.empty())
+    parts.push_back(list(silent) + (silent.size() == 1 ? " does" : " do") +
+                    " not answer (stopped, hung, or gone)");
+  if (!waiting.empty()) {
+    std::string t = list(waiting) + (waiting.size() == 1 ? " is" : " are") + " waiting in it";
+    std::string on;
+    for (std::size_t i = 0; i < waiting.size(); ++i)
+      if (waiting_on[i] >= 0)
+        on += (on.empty() ? "" : ", ") + std::to_string(waiting[i]) + " for " +
+              std::to_string(waiting_on[i]);
+    if (!on.empty()) t += " (" + on + ")";
+    parts.push_back(t);
+  }
+  if (!done.empty())
+    parts.push_back(list(done) + (done.size() == 1 ? " has" : " have") + " finished it");
+  std::string out;
+  for (auto const& p : parts) out += (out.empty() ? "" : "; ") + p;
+  return out;
+}
+
+}  // namespace gcl::detail

@@ -1,0 +1,157 @@
+// Ranks that disagree about a collective fail with errc::mismatch, whoever sent the message and
+// whether or not the receiver was about to read it; a collective that times out names the ranks
+// that hold it up. Over every call-aware transport, at several world sizes.
+//
+// Every timeout here is long (60 s) where a mismatch is expected, so that only the mismatch
+// check, not a timeout, can end those jobs; and short where a timeout is the point.
+#define BOOST_TEST_MODULE transport_call_checks
+#include <boost/test/unit_test.hpp>
+
+#include <gcl/gcl.hpp>
+#if __has_include(<boost/asio.hpp>) && defined(GCL_TEST_TCP)
+#include <gcl/transport/tcp.hpp>
+#endif
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+using namespace std::chrono_literals;
+
+namespace {
+
+bool contains(std::string const& s, std::string const& part) {
+  return s.find(part) != std::string::npos;
+}
+
+template <class Transport>
+typename Transport::options with_timeout(std::chrono::milliseconds t) {
+  typename Transport::options o;
+  o.timeout = t;
+  return o;
+}
+
+// Runs f on p ranks; returns the error spawn rethrew (the test fails if there was none).
+template <class Transport, class F>
+gcl::transport_error run_expecting_error(int p, std::chrono::milliseconds timeout, F f) {
+  try {
+    gcl::spawn<Transport>(p, f, with_timeout<Transport>(timeout));
+  } catch (gcl::transport_error const& e) {
+    BOOST_TEST_MESSAGE("P=" << p << ": " << e.what());
+    return e;
+  }
+  BOOST_ERROR("P=" << p << ": the job succeeded, but its ranks disagreed or one held it up");
+  return gcl::transport_error(gcl::errc::protocol, "no error");
+}
+
+template <class Transport>
+void different_roots(int p) {
+  // Half the ranks broadcast from root 0, the others from root 1. At P = 2 each rank believes
+  // it is the root: both only send, and neither reads the other's message.
+  auto e = run_expecting_error<Transport>(p, 60s, [](auto& comm) {
+    std::vector<int> v(10, comm.rank());
+    gcl::broadcast(comm, v, comm.rank() % 2);
+    gcl::barrier(comm);  // a later call, as a program has; the disagreement may surface here
+  });
+  BOOST_TEST((e.code() == gcl::errc::mismatch), "P=" << p << ": " << e.what());
+  BOOST_TEST(contains(e.what(), "root 0"), e.what());
+  BOOST_TEST(contains(e.what(), "root 1"), e.what());
+  BOOST_TEST(contains(e.what(), "ranks disagree about the call"), e.what());
+}
+
+template <class Transport>
+void different_roots_as_the_last_call(int p) {
+  // Nothing after the broadcast: the disagreement must still not pass for a success.
+  auto e = run_expecting_error<Transport>(p, 60s, [](auto& comm) {
+    std::vector<int> v(10, comm.rank());
+    gcl::broadcast(comm, v, comm.rank() % 2);
+  });
+  BOOST_TEST((e.code() == gcl::errc::mismatch), "P=" << p << ": " << e.what());
+  BOOST_TEST(contains(e.what(), "broadcast #1"), e.what());
+}
+
+template <class Transport>
+void different_collectives(int p) {
+  // Rank 0 broadcasts while the others all-reduce: rank 0's message reaches ranks that were not
+  // going to read anything from rank 0 at that step.
+  auto e = run_expecting_error<Transport>(p, 60s, [](auto& comm) {
+    std::vector<int> v(16, 1);
+    gcl::all_reduce(comm, v, gcl::sum{});  // #1: agreed
+    if (comm.rank() == 0)
+      gcl::broadcast(comm, v, 0);
+    else
+      gcl::all_reduce(comm, v, gcl::sum{}, gcl::ring{});
+    gcl::barrier(comm);
+  });
+  BOOST_TEST((e.code() == gcl::errc::mismatch), "P=" << p << ": " << e.what());
+  BOOST_TEST(contains(e.what(), "#2"), e.what());
+  BOOST_TEST((contains(e.what(), "broadcast") && contains(e.what(), "all_reduce")), e.what());
+}
+
+template <class Transport>
+void different_reduce_roots(int p) {
+  auto e = run_expecting_error<Transport>(p, 60s, [](auto& comm) {
+    std::vector<int> v(4, 1);
+    gcl::reduce(comm, v, comm.rank() == comm.size() - 1 ? 1 : 0, gcl::sum{});
+    gcl::barrier(comm);
+  });
+  BOOST_TEST((e.code() == gcl::errc::mismatch), "P=" << p << ": " << e.what());
+}
+
+// Rank `stuck` blocks on a point-to-point receive nobody answers instead of entering the second
+// all_reduce; the others time out in it and must name rank `stuck`.
+template <class Transport>
+void a_held_up_collective_names_the_rank(int p, int stuck) {
+  auto e = run_expecting_error<Transport>(p, 1500ms, [stuck](auto& comm) {
+    std::vector<int> v(8, 1);
+    gcl::all_reduce(comm, v, gcl::sum{});
+    if (comm.rank() == stuck) {
+      int x = 0;
+      comm.recv((stuck + 1) % comm.size(), x, gcl::tag{5});  // never sent
+    }
+    gcl::all_reduce(comm, v, gcl::sum{});
+  });
+  BOOST_TEST((e.code() == gcl::errc::timeout), e.what());
+  BOOST_TEST(contains(e.what(), "rank " + std::to_string(stuck) + " has not started all_reduce #2"),
+             e.what());
+  BOOST_TEST(contains(e.what(), "(its last collective is #1)"), e.what());
+  BOOST_TEST(contains(e.what(), "waiting in it"), e.what());
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(inproc_different_roots_are_a_mismatch) {
+  for (int p : {2, 3, 4, 8}) different_roots<gcl::inproc_transport>(p);
+}
+BOOST_AUTO_TEST_CASE(inproc_different_roots_in_the_last_call_are_a_mismatch) {
+  for (int p : {2, 4, 8}) different_roots_as_the_last_call<gcl::inproc_transport>(p);
+}
+BOOST_AUTO_TEST_CASE(inproc_different_collectives_are_a_mismatch) {
+  for (int p : {2, 4, 8}) different_collectives<gcl::inproc_transport>(p);
+}
+BOOST_AUTO_TEST_CASE(inproc_different_reduce_roots_are_a_mismatch) {
+  for (int p : {2, 4, 8}) different_reduce_roots<gcl::inproc_transport>(p);
+}
+BOOST_AUTO_TEST_CASE(inproc_timeout_names_the_rank_that_holds_the_call_up) {
+  a_held_up_collective_names_the_rank<gcl::inproc_transport>(4, 2);
+  a_held_up_collective_names_the_rank<gcl::inproc_transport>(2, 0);
+}
+
+#ifdef GCL_TEST_TCP
+BOOST_AUTO_TEST_CASE(tcp_different_roots_are_a_mismatch) {
+  for (int p : {2, 3, 4, 8}) different_roots<gcl::tcp_transport>(p);
+}
+BOOST_AUTO_TEST_CASE(tcp_different_roots_in_the_last_call_are_a_mismatch) {
+  for (int p : {2, 4, 8}) different_roots_as_the_last_call<gcl::tcp_transport>(p);
+}
+BOOST_AUTO_TEST_CASE(tcp_different_collectives_are_a_mismatch) {
+  for (int p : {2, 4, 8}) different_collectives<gcl::tcp_transport>(p);
+}
+BOOST_AUTO_TEST_CASE(tcp_different_reduce_roots_are_a_mismatch) {
+  for (int p : {2, 4, 8}) different_reduce_roots<gcl::tcp_transport>(p);
+}
+BOOST_AUTO_TEST_CASE(tcp_timeout_names_the_rank_that_holds_the_call_up) {
+  a_held_up_collective_names_the_rank<gcl::tcp_transport>(4, 2);
+  a_held_up_collective_names_the_rank<gcl::tcp_transport>(2, 0);
+}
+#endif
