@@ -19,6 +19,13 @@
 
 namespace gcl::detail {
 
+/// "collective #3: rank 1 called broadcast #3 (tree, 10 x int32, root 1), rank 0 called
+/// broadcast #3 (tree, 10 x int32, root 0)"
+inline std::string two_calls(int rank_a, call_info const& a, int rank_b, call_info const& b) {
+  return "collective #" + std::to_string(a.sequence) + ": rank " + std::to_string(rank_a) +
+         " called " + describe(a) + ", rank " + std::to_string(rank_b) + " called " + describe(b);
+}
+
 class call_progress {
  public:
   /// What a message of a collective means to this rank.
@@ -61,13 +68,13 @@ class call_progress {
   ///   "collective #3: rank 1 called broadcast #3 (tree, 10 x int32, root 1), rank 0 called
   ///    broadcast #3 (tree, 10 x int32, root 0)"
   std::string disagreement(int me, int sender, call_info const& theirs) const {
-    std::string s = "collective #" + std::to_string(theirs.sequence) + ": rank " +
-                    std::to_string(sender) + " called " + describe(theirs) + ", rank " +
-                    std::to_string(me);
+    std::string s;
     if (auto const* mine = recall(theirs.sequence))
-      s += " called " + describe(*mine);
+      s = two_calls(sender, theirs, me, *mine);
     else
-      s += " is already at collective #" + std::to_string(started_);
+      s = "collective #" + std::to_string(theirs.sequence) + ": rank " + std::to_string(sender) +
+          " called " + describe(theirs) + ", rank " + std::to_string(me) +
+          " is already at collective #" + std::to_string(started_);
     if (check(theirs) == verdict::stale)
       s += " and finished it without receiving rank " + std::to_string(sender) + "'s message";
     return s;

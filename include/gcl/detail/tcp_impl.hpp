@@ -20,6 +20,8 @@
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <exception>
@@ -36,6 +38,7 @@
 #include "../call_info.hpp"
 #include "../error.hpp"
 #include "../transport/tcp_options.hpp"
+#include "call_progress.hpp"
 #include "deadline.hpp"
 #include "tcp_rendezvous.hpp"
 #include "tcp_wire.hpp"
@@ -86,7 +89,9 @@ struct tcp_peer {
   frame_header rx;
   tcp_message rx_message;
   bool finished = false;   // said bye: its EOF is expected and nothing more will come
+  bool ended = false;      // its connection is closed or failed: nothing more will come
   bool rx_direct = false;  // the payload being read goes straight into the posted receive
+  rank_status status;      // its answer to the last status query
 };
 
 class tcp_impl {
@@ -132,7 +137,22 @@ class tcp_impl {
   std::uint16_t port() const { return acceptor_.local_endpoint().port(); }
   int size() const noexcept { return o_.size; }
   tcp_options const& options() const noexcept { return o_; }
-  void set_call(call_info const& c) noexcept { call_ = c; }
+  // A collective begins (or ends): messages of it that peers sent ahead, queued here before
+  // this rank got to it, are checked now.
+  void set_call(call_info const& c) {
+    std::unique_lock lock(mutex_);
+    call_ = c;
+    progress_.set(c);
+    if (c.kind == call_kind::point_to_point) return;
+    for (auto const& [k, queue] : inbox_)
+      for (auto const& m : queue) {
+        auto v = progress_.check(m.call);
+        if (v != call_progress::verdict::conflict && v != call_progress::verdict::stale) continue;
+        auto what = prefix() + progress_.disagreement(o_.rank, static_cast<int>(k >> 32), m.call);
+        poison(errc::mismatch, what, true);
+        throw transport_error(errc::mismatch, what);
+      }
+  }
 
   void send(int peer, tag tg, std::span<std::byte const> out) {
     check_peer(peer, "send to");
@@ -163,12 +183,13 @@ class tcp_impl {
     auto deadline = std::chrono::steady_clock::now() + o_.timeout;
     bool in_time = changed_.wait_until(lock, deadline, [&] { return w.done || unusable(); });
     if (!w.done) {
-      if (!in_time)
-        poison(errc::timeout,
-               prefix() + "send to " + peers_[peer].where + " (" + std::to_string(out.size()) +
-                   " bytes, " + describe(call_) + ") timed out after " +
-                   format_duration(o_.timeout) + ": the peer does not read",
-               true);
+      if (!in_time) {
+        auto what = prefix() + "send to " + peers_[peer].where + " (" +
+                    std::to_string(out.size()) + " bytes, " + describe(call_) +
+                    ") timed out after " + format_duration(o_.timeout) + ": the peer does not read";
+        what += stall_report(lock);
+        poison(errc::timeout, what, true);
+      }
       // The frame may be half-written from our caller's buffer: close the socket and wait for
       // the write to be cancelled before the buffer can go away.
       asio::post(io_, [this, peer] { close_peer(peer); });
@@ -187,9 +208,20 @@ class tcp_impl {
   void recv(int peer, tag tg, std::span<std::byte> in) {
     check_peer(peer, "recv from");
     std::unique_lock lock(mutex_);
-    auto deadline = std::chrono::steady_clock::now() + o_.timeout;
+    auto const start = std::chrono::steady_clock::now();
+    auto const deadline = start + o_.timeout;
+    // While it waits inside a collective, the rank asks its peers where they are, first after
+    // 100 ms and then at doubling intervals up to 5 s: ranks that only wait in calls they
+    // disagree about (different roots of a reduce) exchange no message that could show it.
+    auto query_interval = std::chrono::milliseconds(100);
+    auto next_query = start + query_interval;
     auto k = key(peer, tg);
     tcp_posted_recv pr{peer, static_cast<std::uint32_t>(tg), in, call_};
+    waiting_for_ = peer;
+    struct reset_waiting {
+      int& w;
+      ~reset_waiting() { w = -1; }
+    } reset{waiting_for_};
     for (;;) {
       if (pr.st == tcp_posted_recv::done) return;
       if (pr.st != tcp_posted_recv::claimed) {
@@ -230,18 +262,25 @@ class tcp_impl {
           posted_ = &pr;
         }
       }
-      if (changed_.wait_until(lock, deadline) == std::cv_status::timeout) {
-        if (pr.st == tcp_posted_recv::done) return;
-        auto it = inbox_.find(k);
-        if (it != inbox_.end() && !it->second.empty()) continue;
-        auto what = prefix() + "recv from " + (peer == o_.rank ? "itself" : peers_[peer].where) +
-                    " (" + std::to_string(in.size()) + " bytes, " + tag_text(tg) + ", " +
-                    describe(call_) + ") timed out after " + format_duration(o_.timeout) +
-                    (pr.st == tcp_posted_recv::claimed ? " in the middle of the message" : "");
-        poison(errc::timeout, what, true);
-        unpost(lock, pr);
-        throw transport_error(errc::timeout, what);
+      auto now = std::chrono::steady_clock::now();
+      if (now < deadline) {
+        if (now >= next_query) {
+          if (call_.kind != call_kind::point_to_point) request_status();
+          query_interval = std::min(query_interval * 2, std::chrono::milliseconds(5000));
+          next_query = now + query_interval;
+        }
+        changed_.wait_until(lock, std::min(deadline, next_query));
+        continue;  // re-checks everything above
       }
+      auto what = prefix() + "recv from " + (peer == o_.rank ? "itself" : peers_[peer].where) +
+                  " (" + std::to_string(in.size()) + " bytes, " + tag_text(tg) + ", " +
+                  describe(call_) + ") timed out after " + format_duration(o_.timeout) +
+                  (pr.st == tcp_posted_recv::claimed ? " in the middle of the message" : "");
+      what += stall_report(lock);
+      if (pr.st == tcp_posted_recv::done) return;  // arrived while the peers answered
+      poison(errc::timeout, what, true);
+      unpost(lock, pr);
+      throw transport_error(errc::timeout, what);
     }
   }
 
@@ -265,11 +304,115 @@ class tcp_impl {
   bool unusable() const { return poisoned_ || abort_->aborted; }
 
   void throw_if_unusable(std::unique_lock<std::mutex>&, char const* what, int peer) {
-    if (poisoned_) throw transport_error(poison_code_, poison_what_);
-    if (abort_->aborted)
+    if (poisoned_) {
+      unreported_ = false;
+      throw transport_error(poison_code_, poison_what_);
+    }
+    if (abort_->aborted) {
+      if (abort_->code == errc::mismatch)  // concerns every rank: say it as it is
+        throw transport_error(errc::mismatch, prefix() + abort_->why());
       throw transport_error(errc::aborted, prefix() + what + " rank " + std::to_string(peer) +
                                                " in " + describe(call_) +
                                                " aborted: " + abort_->why());
+    }
+  }
+
+  // Under mutex_, on the I/O thread: ranks disagree about a call, found while no wait of this
+  // rank's caller may be there to report it. The caller's next call throws it (every call
+  // checks for poison); if there is none, shut_down() reports it.
+  void found_mismatch(std::string const& what) {
+    if (poisoned_) return;
+    poison(errc::mismatch, what, true);
+    unreported_ = true;
+  }
+
+  // Under mutex_: asks every connected peer's I/O thread where its rank is. The answers land in
+  // peers_[r].status (record_status), and one that shows a disagreement poisons at once.
+  void request_status() {
+    for (int r = 0; r < o_.size; ++r) {
+      peers_[r].status = {};
+      peers_[r].status.rank = r;
+    }
+    asio::post(io_, [this] {
+      for (int r = 0; r < o_.size; ++r) {
+        auto& p = peers_[r];
+        if (!p.socket || !p.socket->is_open() || p.finished) continue;
+        auto* w = new tcp_write;
+        frame_header h;
+        h.type = frame_type::status_query;
+        h.source = o_.rank;
+        h.encode(w->header.data());
+        w->owned = true;
+        enqueue(r, w);
+      }
+    });
+  }
+
+  bool all_answered() const {
+    for (int r = 0; r < o_.size; ++r)
+      if (r != o_.rank && !peers_[r].status.answered && !peers_[r].ended && !peers_[r].finished)
+        return false;
+    return true;
+  }
+
+  // Under mutex_ (released while it waits up to a second for the peers' answers): ": rank 2 has
+  // not started all_reduce #10 ...; ranks 0, 1 and 3 are waiting in it. Received here but not
+  // read: ..." -- for a timeout message.
+  std::string stall_report(std::unique_lock<std::mutex>& lock) {
+    request_status();
+    changed_.wait_for(lock, std::min<std::chrono::milliseconds>(o_.timeout, std::chrono::seconds(1)),
+                      [&] { return all_answered(); });
+    std::vector<rank_status> all;
+    for (int r = 0; r < o_.size; ++r) {
+      if (r != o_.rank) {
+        all.push_back(peers_[r].status);
+        continue;
+      }
+      rank_status self{r, true, progress_.started(), progress_.in_call(), waiting_for_, {}};
+      if (auto const* c = progress_.recall(self.started)) self.call = *c;
+      all.push_back(self);
+    }
+    std::string out;
+    if (auto stall = describe_stall(call_, all); !stall.empty()) out = ": " + stall;
+    int unread = 0;
+    for (auto const& [k, queue] : inbox_)
+      for (auto const& m : queue)
+        if (unread++ < 4)
+          out += std::string(unread == 1 ? ". Received here but not read: " : ", ") +
+                 std::to_string(m.size) + " bytes from rank " + std::to_string(k >> 32) + " (" +
+                 tag_text(tag{static_cast<std::uint32_t>(k)}) + ", " + describe(m.call) + ")";
+    if (unread > 4) out += ", ...";
+    return out;
+  }
+
+  // On the I/O thread: tells rank r where this rank is.
+  void answer_status(int r) {
+    frame_header h;
+    h.type = frame_type::status_reply;
+    h.source = o_.rank;
+    {
+      std::lock_guard lock(mutex_);
+      if (auto const* c = progress_.recall(progress_.started())) h.call = *c;
+      h.tag = (progress_.in_call() ? 1u : 0u) | (static_cast<std::uint32_t>(waiting_for_ + 1) << 1);
+    }
+    auto* w = new tcp_write;
+    h.encode(w->header.data());
+    w->owned = true;
+    enqueue(r, w);
+  }
+
+  // On the I/O thread: rank r's answer. A peer that called another collective under a number
+  // this rank remembers disagrees with it, whether or not either is still waiting.
+  void record_status(int r, frame_header const& h) {
+    std::lock_guard lock(mutex_);
+    rank_status st{r, true, h.call.sequence, (h.tag & 1u) != 0,
+                   static_cast<int>(h.tag >> 1) - 1, h.call};
+    if (st.waiting_for < -1 || st.waiting_for >= o_.size) st.waiting_for = -1;
+    peers_[r].status = st;
+    changed_.notify_all();
+    if (h.call.kind == call_kind::point_to_point) return;
+    if (auto const* mine = progress_.recall(h.call.sequence); mine && !(*mine == h.call))
+      found_mismatch(prefix() + two_calls(r, h.call, o_.rank, *mine));
   }
 
   // Under mutex_: withdraws a posted receive. If the I/O thread is reading into it, the
@@ -349,14 +492,16 @@ class tcp_impl {
     }
   }
 
+  // Every owned frame is counted from here until complete(), whichever way it completes, so
+  // that shut_down() waits for exactly the frames still on their way out.
   void enqueue(int r, tcp_write* w) {
-    auto& p = peers_[r];
-    if (!p.socket || !p.socket->is_open()) return complete(w, asio::error::not_connected);
-    p.writes.push_back(w);
     if (w->owned) {
       std::lock_guard lock(mutex_);
       ++owned_writes_;
     }
+    auto& p = peers_[r];
+    if (!p.socket || !p.socket->is_open()) return complete(w, asio::error::not_connected);
+    p.writes.push_back(w);
     if (p.writes.size() == 1) start_write(r);
   }
 
@@ -380,11 +525,6 @@ class tcp_impl {
                                        " (did that rank exit or get killed?)",
                                    true);
                         }
-                        if (w->owned) {
-                          std::lock_guard lock(mutex_);
-                          --owned_writes_;
-                          changed_.notify_all();
-                        }
                         complete(w, ec);
                         if (!p.writes.empty()) {
                           if (p.socket->is_open())
@@ -400,8 +540,14 @@ class tcp_impl {
   }
 
   void complete(tcp_write* w, boost::system::error_code ec) {
-    if (w->owned) return delete w;
-    std::lock_guard lock(mutex_);  // after this, `w` (on the sender's stack) may be gone
+    std::lock_guard lock(mutex_);
+    if (w->owned) {
+      delete w;
+      --owned_writes_;
+      changed_.notify_all();
+      return;
+    }
+    // After this, `w` (on the sender's stack) may be gone.
     w->ec = ec;
     w->done = true;
     changed_.notify_all();
@@ -435,6 +581,20 @@ class tcp_impl {
       p.finished = true;
       changed_.notify_all();
       return read_header(r);  // until EOF
+    }
+    if (p.rx.type == frame_type::status_query || p.rx.type == frame_type::status_reply) {
+      if (p.rx.length != 0) {
+        std::lock_guard lock(mutex_);
+        poison(errc::protocol, prefix() + "garbage on the connection with " + p.where +
+                                   " (a status frame with a payload)",
+               true);
+        return close_peer(r);
+      }
+      if (p.rx.type == frame_type::status_query)
+        answer_status(r);
+      else
+        record_status(r, p.rx);
+      return read_header(r);
     }
     std::byte* into;
     {
@@ -479,12 +639,22 @@ class tcp_impl {
     if (p.rx.type == frame_type::abort) {
       std::string text(reinterpret_cast<char const*>(p.rx_message.data.get()), p.rx.length);
       auto code = static_cast<errc>(p.rx.tag) == errc::mismatch ? errc::mismatch : errc::aborted;
+      bool const first = !poisoned_;
       poison(code, prefix() + p.where + " failed, so this job is over. Its error: " + text,
              true);  // passed on: a rank that only hears of it from us (we exit next) still learns
                      // the cause
+      // Ranks disagreeing about a call concern every rank, even one whose calls all returned.
+      if (first && code == errc::mismatch) unreported_ = true;
       return;
     }
-    inbox_[key(r, tag{p.rx.tag})].push_back(std::move(p.rx_message));
+    // Checked on arrival against this rank's own view of that call, whether or not this rank is
+    // about to read it: a message this rank will never read is a disagreement found now.
+    auto v = progress_.check(p.rx_message.call);
+    std::string wrong;
+    if (v == call_progress::verdict::conflict || v == call_progress::verdict::stale)
+      wrong = prefix() + progress_.disagreement(o_.rank, r, p.rx_message.call);
+    inbox_[key(r, tag{p.rx.tag})].push_back(std::move(p.rx_message));  // nothing lost
+    if (!wrong.empty()) found_mismatch(wrong);
     changed_.notify_all();
     read_header(r);
   }
@@ -492,6 +662,8 @@ class tcp_impl {
   void on_read_error(int r, boost::system::error_code ec) {
     auto& p = peers_[r];
     std::lock_guard lock(mutex_);
+    p.ended = true;
+    changed_.notify_all();
     if (closing_ || leaving_ || ec == asio::error::operation_aborted) return;
     if (p.finished) return;  // the EOF after its bye
     poison(errc::peer_closed,
@@ -502,7 +674,9 @@ class tcp_impl {
     changed_.notify_all();
   }
 
-  // Says bye to every peer (after any queued frames), waits for the bytes to leave, closes.
+  // Says bye to every peer (after any queued frames) and waits for theirs, so that every
+  // message a peer sent is checked against this rank's calls before this rank calls its job a
+  // success; then closes. A rank ends within a second of an error (its abort frames are small).
   void shut_down() {
     if (!thread_.joinable()) return;
     bool graceful;
@@ -546,12 +720,26 @@ class tcp_impl {
       });
     }
     {
-      // Abort frames to peers (poisoned) or byes must reach the kernel before we close.
       std::unique_lock lock(mutex_);
-      // Small frames behind no data (every send completed before returning): this is quick
-      // unless a peer stopped reading, which the timeout bounds. Closing earlier would make
-      // peers report a lost rank instead of the error that the abort frame carries.
-      changed_.wait_for(lock, o_.timeout, [&] { return owned_writes_ == 0; });
+      if (graceful) {
+        // Until every peer has said bye (or is gone): like MPI_Finalize, the end of a job is
+        // collective. Bounded by the timeout; an error (a disagreement found in a peer's last
+        // messages, an abort frame) ends the wait.
+        changed_.wait_for(lock, o_.timeout, [&] {
+          if (poisoned_ || abort_->aborted) return true;
+          if (owned_writes_ != 0) return false;
+          for (int r = 0; r < o_.size; ++r)
+            if (r != o_.rank && peers_[r].socket && !peers_[r].finished && !peers_[r].ended)
+              return false;
+          return true;
+        });
+      }
+      // Abort frames to peers (poisoned) or byes must reach the kernel before we close: small
+      // frames behind no data (every send completed before returning), so this is quick unless
+      // a peer stopped reading. Closing earlier would make peers report a lost rank instead of
+      // the error that the abort frame carries.
+      changed_.wait_for(lock, std::min<std::chrono::milliseconds>(o_.timeout, std::chrono::seconds(1)),
+                        [&] { return owned_writes_ == 0; });
       closing_ = true;
     }
     asio::post(io_, [this] {
@@ -563,6 +751,30 @@ class tcp_impl {
     });
     guard_.reset();
     thread_.join();
+    report_unreported();
+  }
+
+  // Ranks disagreed about a call, found after this rank's last call, so no call of this rank
+  // threw it: never a success. In a group (spawn), spawn rethrows it; a rank that is a process
+  // of its own ends that process, as torch.distributed's watchdog does with an asynchronous
+  // error, after saying why.
+  void report_unreported() {
+    std::string what;
+    errc code;
+    {
+      std::lock_guard lock(mutex_);
+      if (!unreported_) return;
+      unreported_ = false;
+      what = poison_what_;
+      code = poison_code_;
+    }
+    if (abort_->group) return abort_->abort(what, code);
+    std::fprintf(stderr,
+                 "%s\ngcl: rank %d: this was found after the rank's last call, so no call could "
+                 "report it; ending the process\n",
+                 what.c_str(), o_.rank);
+    std::fflush(stderr);
+    std::abort();
   }
 
   void leave_group() {
@@ -586,6 +798,9 @@ class tcp_impl {
   tcp_posted_recv* posted_ = nullptr;  // at most one: recv blocks its only caller
   int owned_writes_ = 0;
   bool poisoned_ = false, closing_ = false, leaving_ = false;
+  bool unreported_ = false;  // poisoned by a disagreement that no call has thrown yet
+  call_progress progress_;   // this rank's collectives, which arriving messages are checked against
+  int waiting_for_ = -1;     // the rank recv() is blocked on, for status answers
   errc poison_code_{};
   std::string poison_what_;
   call_info call_{};

@@ -19,9 +19,18 @@ namespace gcl::detail {
 inline constexpr std::uint32_t frame_magic = 0x314c4347;  // "GCL1"
 inline constexpr std::uint32_t hello_magic = 0x484c4347;  // "GCLH"
 inline constexpr std::uint32_t reply_magic = 0x524c4347;  // "GCLR"
-inline constexpr std::uint16_t wire_version = 1;
+inline constexpr std::uint16_t wire_version = 2;
 
-enum class frame_type : std::uint8_t { data = 1, bye = 2, abort = 3 };
+// status_query asks a rank's I/O thread where its rank is; status_reply answers with the
+// rank's last collective in `call`, and in `tag` bit 0 "still inside it" and bits 1.. the rank
+// it waits for plus one (0: none). Both carry no payload. A stopped process cannot answer.
+enum class frame_type : std::uint8_t {
+  data = 1,
+  bye = 2,
+  abort = 3,
+  status_query = 4,
+  status_reply = 5
+};
 
 inline constexpr std::size_t frame_header_size = 80;
 inline constexpr std::size_t hello_size = 64;

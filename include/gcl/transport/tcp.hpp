@@ -24,6 +24,7 @@
 
 #include <unistd.h>
 
+#include <exception>
 #include <memory>
 #include <span>
 #include <string>
@@ -63,6 +64,7 @@ class tcp_transport {
       if (size < 1)
         throw usage_error("gcl: a group needs at least one rank, got " + std::to_string(size));
       opts_.size = size;
+      abort_->group = true;
       if (opts_.master_port == 0) bind_master();
     }
     group(group const&) = delete;
@@ -84,6 +86,12 @@ class tcp_transport {
     }
     /// Releases every blocked call of every rank with `errc::aborted`, now and from now on.
     void abort(std::string const& reason) { abort_->abort(reason); }
+    /// The error that ended the group, if one did (for `spawn`: a rank may have returned before
+    /// another found that the two disagreed about a call they both made).
+    std::exception_ptr failure() const {
+      if (!abort_->aborted) return nullptr;
+      return std::make_exception_ptr(transport_error(abort_->code, abort_->why()));
+    }
 
    private:
     void bind_master() {
@@ -116,8 +124,9 @@ class tcp_transport {
   tcp_options const& config() const noexcept { return impl_->options(); }
 
   /// Which call the following messages belong to; sent in every frame header and compared by
-  /// the receiver, which throws `errc::mismatch` naming both sides.
-  void set_call(call_info const& c) noexcept { impl_->set_call(c); }
+  /// the receiver, which throws `errc::mismatch` naming both sides. When a collective begins,
+  /// messages of it that peers sent ahead are checked at once.
+  void set_call(call_info const& c) { impl_->set_call(c); }
 
   /// Eager: returns once `out` is in the kernel (the peer's I/O thread always drains it).
   void send(int peer, tag tg, std::span<std::byte const> out) { impl_->send(peer, tg, out); }
