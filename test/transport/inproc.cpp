@@ -269,10 +269,9 @@ BOOST_AUTO_TEST_CASE(mismatch_names_both_sides) {
       what = e.what();
     }
     BOOST_TEST_MESSAGE(what);
-    BOOST_TEST(contains(what, "rank 1"));
-    BOOST_TEST(contains(what, "all_reduce #3 (ring, sum, 10 x float32)"));
-    BOOST_TEST(contains(what, "broadcast #3 (tree, 10 x float32, root 1)"));
-    BOOST_TEST(contains(what, "rank 0 sent 40 bytes"));
+    // Found before any byte is compared: rank 1 is in (or done with) another call #3.
+    BOOST_TEST(contains(what, "rank 1 called all_reduce #3 (ring, sum, 10 x float32)"));
+    BOOST_TEST(contains(what, "rank 0 called broadcast #3 (tree, 10 x float32, root 1)"));
   }
 }
 

@@ -154,4 +154,17 @@ inline std::string describe_stall(call_info mine, std::vector<rank_status> const
   return out;
 }
 
+/// A timeout's message, the cause first: "gcl: rank 1: all_reduce #10 (ring, ...) timed out
+/// after 30 s: rank 2 does not answer (...); ranks 0, 1 and 3 are waiting in it (...) (this rank
+/// was waiting to recv from rank 0 (8 bytes, library tag ...)). Received here but not read: ..."
+/// Without a stall to describe, the wait itself leads, as before.
+inline std::string timeout_text(std::string const& prefix, call_info const& call,
+                                std::string const& waited, std::string const& after,
+                                std::string const& stall, std::string const& unread) {
+  if (stall.empty())
+    return prefix + waited + " (" + describe(call) + ") timed out after " + after + unread;
+  return prefix + describe(call) + " timed out after " + after + ": " + stall +
+         " (this rank was waiting to " + waited + ")" + unread;
+}
+
 }  // namespace gcl::detail

@@ -184,10 +184,11 @@ class tcp_impl {
     bool in_time = changed_.wait_until(lock, deadline, [&] { return w.done || unusable(); });
     if (!w.done) {
       if (!in_time) {
-        auto what = prefix() + "send to " + peers_[peer].where + " (" +
-                    std::to_string(out.size()) + " bytes, " + describe(call_) +
-                    ") timed out after " + format_duration(o_.timeout) + ": the peer does not read";
-        what += stall_report(lock);
+        auto stall = stall_report(lock);
+        auto what = timeout_text(prefix(), call_,
+                                 "send to " + peers_[peer].where + " (" +
+                                     std::to_string(out.size()) + " bytes: the peer does not read)",
+                                 format_duration(o_.timeout), stall, unread_report());
         poison(errc::timeout, what, true);
       }
       // The frame may be half-written from our caller's buffer: close the socket and wait for
@@ -272,12 +273,14 @@ class tcp_impl {
         changed_.wait_until(lock, std::min(deadline, next_query));
         continue;  // re-checks everything above
       }
-      auto what = prefix() + "recv from " + (peer == o_.rank ? "itself" : peers_[peer].where) +
-                  " (" + std::to_string(in.size()) + " bytes, " + tag_text(tg) + ", " +
-                  describe(call_) + ") timed out after " + format_duration(o_.timeout) +
-                  (pr.st == tcp_posted_recv::claimed ? " in the middle of the message" : "");
-      what += stall_report(lock);
+      auto stall = stall_report(lock);
       if (pr.st == tcp_posted_recv::done) return;  // arrived while the peers answered
+      auto what = timeout_text(
+          prefix(), call_,
+          "recv from " + (peer == o_.rank ? std::string("itself") : peers_[peer].where) + " (" +
+              std::to_string(in.size()) + " bytes, " + tag_text(tg) +
+              (pr.st == tcp_posted_recv::claimed ? ", in the middle of the message" : "") + ")",
+          format_duration(o_.timeout), stall, unread_report());
       poison(errc::timeout, what, true);
       unpost(lock, pr);
       throw transport_error(errc::timeout, what);
@@ -355,9 +358,8 @@ class tcp_impl {
     return true;
   }
 
-  // Under mutex_ (released while it waits up to a second for the peers' answers): ": rank 2 has
-  // not started all_reduce #10 ...; ranks 0, 1 and 3 are waiting in it. Received here but not
-  // read: ..." -- for a timeout message.
+  // Under mutex_ (released while it waits up to a second for the peers' answers): "rank 2 has
+  // not started all_reduce #10 ...; ranks 0, 1 and 3 are waiting in it" -- for a timeout.
   std::string stall_report(std::unique_lock<std::mutex>& lock) {
     request_status();
     changed_.wait_for(lock, std::min<std::chrono::milliseconds>(o_.timeout, std::chrono::seconds(1)),
@@ -372,8 +374,12 @@ class tcp_impl {
       if (auto const* c = progress_.recall(self.started)) self.call = *c;
       all.push_back(self);
     }
+    return describe_stall(call_, all);
+  }
+
+  // Under mutex_: ". Received here but not read: 8 bytes from rank 3 (...)", or nothing.
+  std::string unread_report() const {
     std::string out;
-    if (auto stall = describe_stall(call_, all); !stall.empty()) out = ": " + stall;
     int unread = 0;
     for (auto const& [k, queue] : inbox_)
       for (auto const& m : queue)

@@ -541,14 +541,15 @@ class inproc_transport {
                     " bytes from rank " + std::to_string(m->source) + " (" +
                     detail::tag_text(m->tg) + ", " + describe(m->call) + ")";
     }
-    std::string text = prefix() + what + " rank " + std::to_string(peer) + " (" +
-                       std::to_string(bytes) + " bytes, " + detail::tag_text(tg) + ", " +
-                       describe(call_) + ") timed out after " +
-                       detail::format_duration(world_->options().timeout);
-    if (auto stall = detail::describe_stall(call_, all); !stall.empty()) text += ": " + stall;
     if (unread_count > 0)
-      text += ". Received here but not read: " + unread + (unread_count > 4 ? ", ..." : "");
-    return transport_error(errc::timeout, text);
+      unread = ". Received here but not read: " + unread + (unread_count > 4 ? ", ..." : "");
+    return transport_error(
+        errc::timeout,
+        detail::timeout_text(prefix(), call_,
+                             std::string(what) + " rank " + std::to_string(peer) + " (" +
+                                 std::to_string(bytes) + " bytes, " + detail::tag_text(tg) + ")",
+                             detail::format_duration(world_->options().timeout),
+                             detail::describe_stall(call_, all), unread));
   }
   transport_error aborted_error(char const* what, int peer) const {
     auto code = world_->abort_code();
