@@ -39,7 +39,7 @@ for count in 64 262144; do
   echo "gcl-launch exited with $code"
   ((code != 0)) || fail "gcl-launch exited 0 with a rank stopped"
   for r in 0 1 3; do
-    line=$(grep "^\[$r\] rank $r: " "$dir/out" | grep -v started | tail -n 1)
+    line=$(grep "^\[$r\] rank $r: " "$dir/out" | grep -v ": started$" | tail -n 1)
     [[ -n "$line" ]] || fail "rank $r printed no error"
     echo "$line" | cut -c1-300
     [[ "$line" == *"rank 2 does not answer"* ]] || fail "rank $r's error does not name the stopped rank 2"

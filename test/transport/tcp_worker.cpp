@@ -20,6 +20,7 @@
 #include <gcl/algorithm/tree.hpp>
 #include <gcl/collective/all_reduce.hpp>
 #include <gcl/collective/barrier.hpp>
+#include <gcl/collective/broadcast.hpp>
 #include <gcl/cost_model.hpp>
 #include <gcl/transport/tcp.hpp>
 
@@ -73,6 +74,21 @@ int loop(comm_t& comm, long iterations, std::size_t count) {
     }
   }
   std::printf("rank %d: %ld all_reduce done\n", comm.rank(), iterations);
+  return 0;
+}
+
+// Ranks that disagree: `roots`, a broadcast whose root is the rank's parity (at 2 ranks each
+// believes it is the root, and the broadcast is its last call); `collectives`, rank 0
+// broadcasts while the others all-reduce.
+int disagree(comm_t& comm, std::string const& how) {
+  std::vector<int> v(10, comm.rank());
+  if (how == "roots")
+    gcl::broadcast(comm, v, comm.rank() % 2);
+  else if (comm.rank() == 0)
+    gcl::broadcast(comm, v, 0);
+  else
+    gcl::all_reduce(comm, v, gcl::sum{});
+  std::printf("rank %d: returned\n", comm.rank());
   return 0;
 }
 
@@ -183,12 +199,14 @@ int main(int argc, char** argv) {
       return loop(comm, argc > 2 ? std::atol(argv[2]) : 1000,
                   argc > 3 ? std::strtoull(argv[3], nullptr, 10) : 1000);
     if (mode == "algorithms") return algorithms(comm);
+    if (mode == "roots" || mode == "collectives") return disagree(comm, mode);
     if (mode == "bench")
       return bench(comm, argc > 2 ? std::atoi(argv[2]) : 20,
                    argc > 3 ? std::strtoull(argv[3], nullptr, 10) : std::size_t{16} << 20);
     if (mode == "pingpong") return pingpong(comm);
     std::fprintf(stderr,
-                 "usage: %s loop N [count] | algorithms | pingpong | bench [reps] [max_bytes]\n",
+                 "usage: %s loop N [count] | algorithms | roots | collectives | pingpong | "
+                 "bench [reps] [max_bytes]\n",
                  argv[0]);
     return 2;
   } catch (std::exception const& e) {

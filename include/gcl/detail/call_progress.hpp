@@ -64,6 +64,29 @@ class call_progress {
     return verdict::stale;
   }
 
+  /// This rank's last collective begun; sequence 0 (point_to_point) if none.
+  call_info last() const noexcept {
+    if (started_ == 0) return {};
+    return recent_[started_ % recent_.size()];
+  }
+
+  /// What it means that rank `peer` ended its job after its collective `last` (sequence 0: it
+  /// called none), as its bye says: empty unless this rank has begun a collective that `peer`
+  /// never called (a later one, or another call of the same number).
+  ///   "collective #4: rank 0 called broadcast #4 (...), but rank 1 ended its job after
+  ///    collective #3 (all_reduce #3 (...))"
+  std::string ended_disagreement(int me, int peer, call_info const& last) const {
+    if (started_ == 0 || last.sequence > started_) return {};
+    auto const& mine = recent_[started_ % recent_.size()];
+    if (last.sequence == started_) return last == mine ? std::string() : two_calls(peer, last, me, mine);
+    return "collective #" + std::to_string(started_) + ": rank " + std::to_string(me) +
+           " called " + describe(mine) + ", but rank " + std::to_string(peer) +
+           " ended its job after " +
+           (last.sequence == 0 ? std::string("calling no collective")
+                               : "collective #" + std::to_string(last.sequence) + " (" +
+                                     describe(last) + ")");
+  }
+
   /// The message for a `conflict` or `stale` verdict: both ranks and both calls.
   ///   "collective #3: rank 1 called broadcast #3 (tree, 10 x int32, root 1), rank 0 called
   ///    broadcast #3 (tree, 10 x int32, root 0)"

@@ -89,6 +89,7 @@ struct tcp_peer {
   frame_header rx;
   tcp_message rx_message;
   bool finished = false;   // said bye: its EOF is expected and nothing more will come
+  call_info last_call;     // its last collective, as its bye says (sequence 0: none)
   bool ended = false;      // its connection is closed or failed: nothing more will come
   bool rx_direct = false;  // the payload being read goes straight into the posted receive
   rank_status status;      // its answer to the last status query
@@ -144,6 +145,11 @@ class tcp_impl {
     call_ = c;
     progress_.set(c);
     if (c.kind == call_kind::point_to_point) return;
+    for (int r = 0; r < o_.size; ++r)
+      if (auto what = ended_disagreement(r); !what.empty()) {
+        poison(errc::mismatch, what, true);
+        throw transport_error(errc::mismatch, what);
+      }
     for (auto const& [k, queue] : inbox_)
       for (auto const& m : queue) {
         auto v = progress_.check(m.call);
@@ -164,6 +170,10 @@ class tcp_impl {
       if (!out.empty()) std::memcpy(m.data.get(), out.data(), out.size());
       inbox_[key(peer, tg)].push_back(std::move(m));
       return;
+    }
+    if (auto what = ended_disagreement(peer); !what.empty()) {
+      poison(errc::mismatch, what, true);
+      throw transport_error(errc::mismatch, what);
     }
     if (peers_[peer].finished)
       throw transport_error(errc::peer_closed, prefix() + "send to " + peers_[peer].where + " (" +
@@ -252,6 +262,10 @@ class tcp_impl {
         }
         if (peer != o_.rank && peers_[peer].finished) {
           unpost(lock, pr);
+          if (auto what = ended_disagreement(peer); !what.empty()) {
+            poison(errc::mismatch, what, true);
+            throw transport_error(errc::mismatch, what);
+          }
           throw transport_error(errc::peer_closed,
                                 prefix() + "recv from " + peers_[peer].where + " (" +
                                     std::to_string(in.size()) + " bytes, " + tag_text(tg) + ", " +
@@ -305,6 +319,14 @@ class tcp_impl {
   }
 
   bool unusable() const { return poisoned_ || abort_->aborted; }
+
+  // Under mutex_: the disagreement that rank r's bye shows (it ended its job before a
+  // collective this rank has begun, or after another call of the same number), or "".
+  std::string ended_disagreement(int r) const {
+    if (r == o_.rank || !peers_[r].finished) return {};
+    auto what = progress_.ended_disagreement(o_.rank, r, peers_[r].last_call);
+    return what.empty() ? what : prefix() + what;
+  }
 
   void throw_if_unusable(std::unique_lock<std::mutex>&, char const* what, int peer) {
     if (poisoned_) {
@@ -585,6 +607,9 @@ class tcp_impl {
     if (p.rx.type == frame_type::bye) {
       std::lock_guard lock(mutex_);
       p.finished = true;
+      p.last_call = p.rx.call;
+      // A rank that ended before this rank's current collective will never take part in it.
+      if (auto what = ended_disagreement(r); !what.empty()) found_mismatch(what);
       changed_.notify_all();
       return read_header(r);  // until EOF
     }
@@ -701,20 +726,23 @@ class tcp_impl {
       }
     }
     if (graceful) {
+      call_info last;
       {
         std::lock_guard lock(mutex_);
+        last = progress_.last();
         ++owned_writes_;  // until the byes are queued
         // From here, a peer that closes first (its bye crossing ours) is no failure: nothing
         // may poison us and tell the others, who may still be reading our last messages.
         leaving_ = true;
       }
-      asio::post(io_, [this] {
+      asio::post(io_, [this, last] {
         for (int r = 0; r < o_.size; ++r) {
           if (!peers_[r].socket || !peers_[r].socket->is_open() || peers_[r].finished) continue;
           auto* w = new tcp_write;
           frame_header h;
           h.type = frame_type::bye;
           h.source = o_.rank;
+          h.call = last;  // so that a peer still in a later collective knows it is alone
           h.encode(w->header.data());
           w->owned = true;
           w->shutdown_after = true;
@@ -775,10 +803,11 @@ class tcp_impl {
       code = poison_code_;
     }
     if (abort_->group) return abort_->abort(what, code);
+    // Printed as the error a call would have thrown (its text ends with the errc's meaning).
     std::fprintf(stderr,
                  "%s\ngcl: rank %d: this was found after the rank's last call, so no call could "
                  "report it; ending the process\n",
-                 what.c_str(), o_.rank);
+                 transport_error(code, what).what(), o_.rank);
     std::fflush(stderr);
     std::abort();
   }
