@@ -98,6 +98,21 @@ void different_reduce_roots(int p) {
   BOOST_TEST((e.code() == gcl::errc::mismatch), "P=" << p << ": " << e.what());
 }
 
+// The last rank calls one collective more than the others, which have returned and ended their
+// transports: it must learn that nobody else will ever call it (a mismatch naming the call),
+// not wait out the timeout or blame a lost peer.
+template <class Transport>
+void one_rank_calls_one_more_collective(int p) {
+  auto e = run_expecting_error<Transport>(p, 60s, [](auto& comm) {
+    std::vector<int> v(8, 1);
+    gcl::all_reduce(comm, v, gcl::sum{});
+    if (comm.rank() == comm.size() - 1) gcl::all_reduce(comm, v, gcl::sum{});
+  });
+  BOOST_TEST((e.code() == gcl::errc::mismatch), "P=" << p << ": " << e.what());
+  BOOST_TEST(contains(e.what(), "all_reduce #2"), e.what());
+  BOOST_TEST(contains(e.what(), "ended its job after collective #1"), e.what());
+}
+
 // Rank `stuck` blocks on a point-to-point receive nobody answers instead of entering the second
 // all_reduce; the others time out in it and must name rank `stuck`.
 template <class Transport>
@@ -132,6 +147,9 @@ BOOST_AUTO_TEST_CASE(inproc_different_collectives_are_a_mismatch) {
 BOOST_AUTO_TEST_CASE(inproc_different_reduce_roots_are_a_mismatch) {
   for (int p : {2, 4, 8}) different_reduce_roots<gcl::inproc_transport>(p);
 }
+BOOST_AUTO_TEST_CASE(inproc_one_more_collective_on_one_rank_is_a_mismatch) {
+  for (int p : {2, 4, 8}) one_rank_calls_one_more_collective<gcl::inproc_transport>(p);
+}
 BOOST_AUTO_TEST_CASE(inproc_timeout_names_the_rank_that_holds_the_call_up) {
   a_held_up_collective_names_the_rank<gcl::inproc_transport>(4, 2);
   a_held_up_collective_names_the_rank<gcl::inproc_transport>(2, 0);
@@ -149,6 +167,9 @@ BOOST_AUTO_TEST_CASE(tcp_different_collectives_are_a_mismatch) {
 }
 BOOST_AUTO_TEST_CASE(tcp_different_reduce_roots_are_a_mismatch) {
   for (int p : {2, 4, 8}) different_reduce_roots<gcl::tcp_transport>(p);
+}
+BOOST_AUTO_TEST_CASE(tcp_one_more_collective_on_one_rank_is_a_mismatch) {
+  for (int p : {2, 4, 8}) one_rank_calls_one_more_collective<gcl::tcp_transport>(p);
 }
 BOOST_AUTO_TEST_CASE(tcp_timeout_names_the_rank_that_holds_the_call_up) {
   a_held_up_collective_names_the_rank<gcl::tcp_transport>(4, 2);

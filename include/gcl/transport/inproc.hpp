@@ -92,6 +92,9 @@ struct inproc_inbox {
   // owner is blocked on (-1: none), for timeout messages.
   call_progress progress;
   int waiting_for = -1;
+  // The owner's transport is gone (its job ended normally): `progress` holds its last
+  // collective, and a rank that begins a later one knows it is alone.
+  bool ended = false;
 };
 
 class inproc_world {
@@ -245,6 +248,10 @@ class inproc_transport {
     std::unique_lock lock(box.mutex);
     box.progress.set(c);
     if (c.kind == call_kind::point_to_point) return;
+    lock.unlock();
+    for (int r = 0; r < world_->size(); ++r)
+      if (auto what = ended_disagreement(r, box.progress); !what.empty()) fail_mismatch(what);
+    lock.lock();
     for (auto* m : box.queue) {
       using verdict = detail::call_progress::verdict;
       auto v = box.progress.check(m->call);
@@ -349,11 +356,24 @@ class inproc_transport {
   }
 
   inproc_transport(inproc_transport&& other) noexcept = default;
-  inproc_transport& operator=(inproc_transport&& other) noexcept = default;
+  inproc_transport& operator=(inproc_transport&& other) noexcept {
+    if (this != &other) {
+      end();
+      world_ = std::move(other.world_);
+      rank_ = other.rank_;
+      call_ = other.call_;
+    }
+    return *this;
+  }
+  ~inproc_transport() { end(); }
 
  private:
   inproc_transport(std::shared_ptr<detail::inproc_world> world, int rank)
-      : world_(std::move(world)), rank_(rank) {}
+      : world_(std::move(world)), rank_(rank) {
+    auto& mine = world_->inbox(rank_);
+    std::lock_guard lock(mine.mutex);
+    mine.ended = false;  // connected again after an earlier transport of this rank ended
+  }
 
   static detail::inproc_message* acquire_message(detail::inproc_inbox& box, std::size_t bytes) {
     detail::inproc_message* m;
@@ -370,6 +390,46 @@ class inproc_transport {
       m->capacity = bytes;
     }
     return m;
+  }
+
+  // This rank's job is over. Unless an exception is on its way out (the group is then aborted
+  // with that error, which is the cause), the other ranks learn its last collective: one that
+  // has begun a later collective, or another call under the same number, will never be joined
+  // by this rank, which is a disagreement about the calls, not a reason to wait for a timeout.
+  void end() noexcept {
+    if (!world_ || std::uncaught_exceptions() > 0) return;
+    try {
+      call_info last;
+      {
+        auto& mine = world_->inbox(rank_);
+        std::lock_guard lock(mine.mutex);
+        mine.ended = true;
+        last = mine.progress.last();
+      }
+      for (int r = 0; r < world_->size(); ++r) {
+        if (r == rank_) continue;
+        auto& box = world_->inbox(r);
+        std::unique_lock lock(box.mutex);
+        auto what = box.progress.ended_disagreement(r, rank_, last);
+        lock.unlock();
+        if (!what.empty()) return world_->abort(what, errc::mismatch);
+      }
+    } catch (...) {  // out of memory for a message: the others' timeout still ends their wait
+    }
+  }
+
+  // Holding no inbox lock: what rank r's end shows to a rank whose collectives are `mine`
+  // (that rank's own inbox lock released by the caller), or "".
+  std::string ended_disagreement(int r, detail::call_progress const& mine) const {
+    if (r == rank_) return {};
+    call_info last;
+    {
+      auto& box = world_->inbox(r);
+      std::lock_guard lock(box.mutex);
+      if (!box.ended) return {};
+      last = box.progress.last();
+    }
+    return mine.ended_disagreement(rank_, r, last);
   }
 
   // Under the inbox lock: if a message for (peer, tg) is queued, leave it for take_queued and
