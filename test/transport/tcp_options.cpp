@@ -28,7 +28,7 @@ class job_env {
  public:
   explicit job_env(std::map<std::string, std::string> const& vars) {
     for (char const* n : launcher_vars) save_and_unset(n);
-    for (char const* n : {"GCL_RANK", "GCL_WORLD_SIZE"}) save_and_unset(n);
+    for (char const* n : {"GCL_RANK", "GCL_WORLD_SIZE", "GCL_TIMEOUT"}) save_and_unset(n);
     ::setenv("GCL_RANK", "0", 1);
     ::setenv("GCL_WORLD_SIZE", "1", 1);
     for (auto const& [n, v] : vars) {
@@ -190,4 +190,18 @@ BOOST_AUTO_TEST_CASE(a_rank_of_another_group_is_refused_naming_the_token_source)
   }
   BOOST_TEST(error.find("wrong job token") != std::string::npos, error);
   BOOST_TEST(error.find("comes from random") != std::string::npos, error);
+}
+
+BOOST_AUTO_TEST_CASE(the_default_timeout_is_thirty_minutes_and_gcl_timeout_overrides_it) {
+  // Long enough for a rank to evaluate or checkpoint while the others wait (torch's default);
+  // a dead peer is noticed at once regardless.
+  BOOST_TEST(gcl::tcp_options{}.timeout.count() == 30 * 60 * 1000);
+  {
+    job_env env(std::map<std::string, std::string>{});
+    BOOST_TEST(gcl::tcp_options::from_env().timeout.count() == 30 * 60 * 1000);
+  }
+  {
+    job_env env(std::map<std::string, std::string>{{"GCL_TIMEOUT", "45.5"}});
+    BOOST_TEST(gcl::tcp_options::from_env().timeout.count() == 45500);
+  }
 }

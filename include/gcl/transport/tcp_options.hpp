@@ -35,8 +35,11 @@ struct tcp_options {
   std::string master_addr = "127.0.0.1";
   /// Rank 0's rendezvous port. 0 lets `tcp_transport::group` pick a free port (tests).
   std::uint16_t master_port = 0;
-  /// Bound on the rendezvous and on every blocking call; exceeded -> `errc::timeout`.
-  std::chrono::milliseconds timeout{std::chrono::seconds{30}};
+  /// Bound on the rendezvous and on every blocking call; exceeded -> `errc::timeout`. 30
+  /// minutes by default, as torch.distributed's: a rank may legitimately spend minutes in
+  /// evaluation or a checkpoint while the others wait in the next collective. A dead peer is
+  /// noticed at once whatever the timeout; only a hung or stopped one waits this long.
+  std::chrono::milliseconds timeout{std::chrono::minutes{30}};
   /// Job token: every connection must present the same one, else it is refused. Not a secret
   /// against an attacker on the wire (it is hashed, not encrypted): it keeps jobs apart. Empty
   /// here; `from_env` fills it from GCL_TOKEN or the launcher's job identity, and
@@ -63,7 +66,7 @@ struct tcp_options {
   /// | master_addr | GCL_MASTER_ADDR, MASTER_ADDR (required when size > 1)                     |
   /// | master_port | GCL_MASTER_PORT, MASTER_PORT (required when size > 1)                     |
   /// | token       | GCL_TOKEN, else the launcher's job identity (see below)                   |
-  /// | timeout     | GCL_TIMEOUT (seconds, may be fractional)                                  |
+  /// | timeout     | GCL_TIMEOUT (seconds, may be fractional; default 30 minutes)              |
   /// | bind        | GCL_BIND_ADDR, GCL_INTERFACE, GCL_ADDRESS_FAMILY (4, 6, v4, v6, any)      |
   ///
   /// Without GCL_TOKEN the token is derived from the first of these that is set, which every
