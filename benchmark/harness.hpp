@@ -335,6 +335,9 @@ int run(int argc, char** argv) {
             "--transport tcp runs one process per rank: start it with tools/gcl-launch -n " +
             std::to_string(o.world_size) + " -- " + argv[0] + " --transport tcp ...");
       auto to = gcl::tcp_options::from_env();
+      // --timeout bounds a failing run, as with inproc (the transport's default is 30 min).
+      if (!std::getenv("GCL_TIMEOUT"))
+        to.timeout = std::chrono::milliseconds(static_cast<long long>(o.timeout_s * 1000));
       if (o.root < 0 || o.root >= to.size)
         throw gcl::usage_error("--root " + std::to_string(o.root) +
                                " is not a rank of a world of " + std::to_string(to.size));

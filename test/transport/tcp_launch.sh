@@ -37,7 +37,7 @@ elapsed=$(($(date +%s) - start))
 echo "gcl-launch exited with $code after ${elapsed} s"
 ((code != 0)) || fail "gcl-launch exited 0 after a rank was killed"
 ((elapsed <= timeout_s)) || fail "the others took ${elapsed} s (> the ${timeout_s} s timeout) to fail"
-grep -q "gcl-launch: rank 2 was killed by signal 9" "$dir/out" || fail "gcl-launch did not name the killed rank"
+grep -q "gcl-launch: rank 2 was killed by SIGKILL" "$dir/out" || fail "gcl-launch did not name the killed rank"
 for r in 0 1 3; do
   grep -q "gcl-launch: rank $r exited with code 1" "$dir/out" || fail "rank $r did not exit with code 1"
   grep "^\[$r\] rank $r: " "$dir/out" | grep -q "rank 2" || fail "rank $r's error does not name rank 2"

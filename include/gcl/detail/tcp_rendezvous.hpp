@@ -301,7 +301,9 @@ class tcp_rendezvous : public std::enable_shared_from_this<tcp_rendezvous> {
     if (h.version != wire_version)
       return "speaks gcl wire version " + std::to_string(h.version) + ", this rank speaks " +
              std::to_string(wire_version);
-    if (h.token != token_hash(o_.token)) return "wrong job token (GCL_TOKEN differs)";
+    if (h.token != token_hash(o_.token))
+      return "wrong job token (GCL_TOKEN differs; this rank's token comes from " +
+             o_.token_origin() + ")";
     if (h.size != o_.size)
       return "rank " + std::to_string(h.rank) + " says the job has " + std::to_string(h.size) +
              " ranks, this job has " + std::to_string(o_.size);

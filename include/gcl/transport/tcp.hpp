@@ -26,6 +26,7 @@
 
 #include <exception>
 #include <memory>
+#include <random>
 #include <span>
 #include <string>
 #include <utility>
@@ -64,6 +65,12 @@ class tcp_transport {
       if (size < 1)
         throw usage_error("gcl: a group needs at least one rank, got " + std::to_string(size));
       opts_.size = size;
+      // Every rank is in this process, so a token of our own costs nothing and keeps any other
+      // local process from taking a rank's place while the group forms.
+      if (opts_.token.empty()) {
+        opts_.token = random_token();
+        opts_.token_source = "random";
+      }
       abort_->group = true;
       if (opts_.master_port == 0) bind_master();
     }
@@ -94,6 +101,15 @@ class tcp_transport {
     }
 
    private:
+    static std::string random_token() {
+      std::random_device rd;  // the OS's entropy source on Linux (getrandom)
+      std::string t = "gcl-group:";
+      for (int i = 0; i < 4; ++i) {  // 128 bits
+        auto word = static_cast<std::uint32_t>(rd());
+        for (int b = 0; b < 8; ++b, word >>= 4) t += "0123456789abcdef"[word & 0xf];
+      }
+      return t;
+    }
     void bind_master() {
       namespace asio = boost::asio;
       asio::io_context io;

@@ -35,11 +35,20 @@ struct tcp_options {
   std::string master_addr = "127.0.0.1";
   /// Rank 0's rendezvous port. 0 lets `tcp_transport::group` pick a free port (tests).
   std::uint16_t master_port = 0;
-  /// Bound on the rendezvous and on every blocking call; exceeded -> `errc::timeout`.
-  std::chrono::milliseconds timeout{std::chrono::seconds{30}};
+  /// Bound on the rendezvous and on every blocking call; exceeded -> `errc::timeout`. 30
+  /// minutes by default, as torch.distributed's: a rank may legitimately spend minutes in
+  /// evaluation or a checkpoint while the others wait in the next collective. A dead peer is
+  /// noticed at once whatever the timeout; only a hung or stopped one waits this long.
+  std::chrono::milliseconds timeout{std::chrono::minutes{30}};
   /// Job token: every connection must present the same one, else it is refused. Not a secret
-  /// against an attacker on the wire (it is hashed, not encrypted): it keeps jobs apart.
+  /// against an attacker on the wire (it is hashed, not encrypted): it keeps jobs apart. Empty
+  /// here; `from_env` fills it from GCL_TOKEN or the launcher's job identity, and
+  /// `tcp_transport::group` picks a random one when it is empty.
   std::string token;
+  /// Where `token` came from, for messages: the variables `from_env` took it from
+  /// ("GCL_TOKEN", "SLURM_JOB_ID+SLURM_STEP_ID", ...), "random" for a group's own. Empty when
+  /// the program set `token` itself or there is none: see `token_origin()`.
+  std::string token_source;
   /// Local address to bind this rank's listener and outgoing connections to ("" = the address
   /// of the interface that reaches rank 0; rank 0 binds `master_addr`).
   std::string bind_address;
@@ -56,9 +65,18 @@ struct tcp_options {
   /// | size        | GCL_WORLD_SIZE, WORLD_SIZE, OMPI_COMM_WORLD_SIZE, PMI_SIZE, SLURM_NTASKS  |
   /// | master_addr | GCL_MASTER_ADDR, MASTER_ADDR (required when size > 1)                     |
   /// | master_port | GCL_MASTER_PORT, MASTER_PORT (required when size > 1)                     |
-  /// | token       | GCL_TOKEN                                                                 |
-  /// | timeout     | GCL_TIMEOUT (seconds, may be fractional)                                  |
+  /// | token       | GCL_TOKEN, else the launcher's job identity (see below)                   |
+  /// | timeout     | GCL_TIMEOUT (seconds, may be fractional; default 30 minutes)              |
   /// | bind        | GCL_BIND_ADDR, GCL_INTERFACE, GCL_ADDRESS_FAMILY (4, 6, v4, v6, any)      |
+  ///
+  /// Without GCL_TOKEN the token is derived from the first of these that is set, which every
+  /// rank of one job shares and other jobs do not: TORCHELASTIC_RUN_ID (torchrun; not its
+  /// default "none"), PMIX_NAMESPACE (Open MPI 5, PMIx launchers such as srun --mpi=pmix),
+  /// OMPI_MCA_ess_base_jobid or OMPI_MCA_orte_ess_jobid (Open MPI 4 and older), SLURM_JOB_ID
+  /// with SLURM_STEP_ID (srun). MPICH's Hydra exports no job identity, so under plain
+  /// `mpiexec` the token stays empty, and so does it with none of these: then any local process
+  /// can claim a rank during the rendezvous (set GCL_TOKEN, or use tools/gcl-launch, which sets
+  /// a random one). `token_source` says which variables gave the token.
   ///
   /// A missing or malformed variable throws `gcl::usage_error` naming it.
   ///
@@ -119,7 +137,12 @@ struct tcp_options {
       throw usage_error("gcl: rank 0's port is not set: set " + names_of(port_vars) +
                         " to a free TCP port on " + o.master_addr);
 
-    if (auto t = first({"GCL_TOKEN"})) o.token = t->second;
+    if (auto t = first({"GCL_TOKEN"})) {
+      o.token = t->second;
+      o.token_source = t->first;
+    } else {
+      job_identity(get, o);
+    }
     if (auto t = first({"GCL_TIMEOUT"})) {
       char* end = nullptr;
       double s = std::strtod(t->second.c_str(), &end);
@@ -143,6 +166,52 @@ struct tcp_options {
                           "' is not one of 4, 6, v4, v6, any");
     }
     return o;
+  }
+
+  /// Where the token came from, for messages: `token_source`, else "none" for an empty token,
+  /// else "tcp_options::token" (set by the program).
+  std::string token_origin() const {
+    if (!token_source.empty()) return token_source;
+    return token.empty() ? "none" : "tcp_options::token";
+  }
+
+ private:
+  // The launcher's identity of this job, as a token: the first launcher whose variables are
+  // set. Innermost launchers come first (torchrun or mpirun inside a Slurm allocation: two of
+  // them in one allocation share SLURM_JOB_ID, and possibly the step). The variables' names go
+  // into the token too, so that equal numbers from two launchers do not match.
+  template <class Getenv>
+  static void job_identity(Getenv& get, tcp_options& o) {
+    struct launcher {
+      char const* id;        // required
+      char const* detail;    // appended if set, or null
+      char const* unusable;  // a value that does not identify a job, or null
+    };
+    // torchrun's --rdzv-id defaults to "none" outside --standalone: every such job has it.
+    static constexpr launcher launchers[] = {
+        {"TORCHELASTIC_RUN_ID", nullptr, "none"},
+        {"PMIX_NAMESPACE", nullptr, nullptr},
+        {"OMPI_MCA_ess_base_jobid", nullptr, nullptr},
+        {"OMPI_MCA_orte_ess_jobid", nullptr, nullptr},
+        {"SLURM_JOB_ID", "SLURM_STEP_ID", nullptr},
+    };
+    auto value = [&](char const* n) -> std::optional<std::string> {
+      if (char const* v = get(n); v != nullptr && *v != '\0') return std::string(v);
+      return std::nullopt;
+    };
+    for (auto const& l : launchers) {
+      auto id = value(l.id);
+      if (!id || (l.unusable != nullptr && *id == l.unusable)) continue;
+      o.token = std::string("gcl-job:") + l.id + "=" + *id;
+      o.token_source = l.id;
+      if (l.detail != nullptr) {
+        if (auto d = value(l.detail)) {
+          o.token += std::string(",") + l.detail + "=" + *d;
+          o.token_source += std::string("+") + l.detail;
+        }
+      }
+      return;
+    }
   }
 };
 

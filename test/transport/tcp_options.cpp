@@ -1,0 +1,207 @@
+// tcp_options: the job token that every launch path provides by default, and the default
+// timeout. The environment cases set and unset real variables (from_env() reads getenv), each
+// test restoring what it changed.
+#define BOOST_TEST_MODULE transport_tcp_options
+#include <boost/test/unit_test.hpp>
+
+#include <gcl/transport/tcp.hpp>
+
+#include <chrono>
+#include <cstdlib>
+#include <map>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+// Every variable a launcher may set that from_env reads for the token.
+char const* const launcher_vars[] = {
+    "GCL_TOKEN",      "TORCHELASTIC_RUN_ID",     "PMIX_NAMESPACE", "OMPI_MCA_ess_base_jobid",
+    "OMPI_MCA_orte_ess_jobid", "SLURM_JOB_ID", "SLURM_STEP_ID",
+};
+
+// Sets the environment of one rank of one job for the test's lifetime: a world of one rank,
+// no launcher variables but `vars`; restores the previous environment afterwards.
+class job_env {
+ public:
+  explicit job_env(std::map<std::string, std::string> const& vars) {
+    for (char const* n : launcher_vars) save_and_unset(n);
+    for (char const* n : {"GCL_RANK", "GCL_WORLD_SIZE", "GCL_TIMEOUT"}) save_and_unset(n);
+    ::setenv("GCL_RANK", "0", 1);
+    ::setenv("GCL_WORLD_SIZE", "1", 1);
+    for (auto const& [n, v] : vars) {
+      if (!saved_.count(n)) save_and_unset(n.c_str());
+      ::setenv(n.c_str(), v.c_str(), 1);
+    }
+  }
+  job_env(job_env const&) = delete;
+  job_env& operator=(job_env const&) = delete;
+  ~job_env() {
+    for (auto const& [n, v] : saved_) {
+      if (v)
+        ::setenv(n.c_str(), v->c_str(), 1);
+      else
+        ::unsetenv(n.c_str());
+    }
+  }
+
+ private:
+  void save_and_unset(char const* n) {
+    char const* v = std::getenv(n);
+    saved_[n] = v ? std::optional<std::string>(v) : std::nullopt;
+    ::unsetenv(n);
+  }
+  std::map<std::string, std::optional<std::string>> saved_;
+};
+
+struct token {
+  std::string value, source;
+};
+token token_of(std::map<std::string, std::string> const& vars) {
+  job_env env(vars);
+  auto o = gcl::tcp_options::from_env();
+  return {o.token, o.token_origin()};
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(each_launcher_gives_one_token_per_job) {
+  struct launcher {
+    std::string source;
+    std::map<std::string, std::string> job_a, job_b;
+  };
+  std::vector<launcher> launchers = {
+      {"TORCHELASTIC_RUN_ID", {{"TORCHELASTIC_RUN_ID", "a1b2"}}, {{"TORCHELASTIC_RUN_ID", "c3d4"}}},
+      {"PMIX_NAMESPACE",
+       {{"PMIX_NAMESPACE", "prterun-node01-4242@1"}},
+       {{"PMIX_NAMESPACE", "prterun-node01-4243@1"}}},
+      {"OMPI_MCA_ess_base_jobid",
+       {{"OMPI_MCA_ess_base_jobid", "3938582529"}},
+       {{"OMPI_MCA_ess_base_jobid", "3938648065"}}},
+      {"OMPI_MCA_orte_ess_jobid",
+       {{"OMPI_MCA_orte_ess_jobid", "1234567"}},
+       {{"OMPI_MCA_orte_ess_jobid", "1234568"}}},
+      // Two steps of one Slurm job are two jobs of ranks.
+      {"SLURM_JOB_ID+SLURM_STEP_ID",
+       {{"SLURM_JOB_ID", "777"}, {"SLURM_STEP_ID", "0"}},
+       {{"SLURM_JOB_ID", "777"}, {"SLURM_STEP_ID", "1"}}},
+      {"SLURM_JOB_ID", {{"SLURM_JOB_ID", "777"}}, {{"SLURM_JOB_ID", "778"}}},
+  };
+  std::vector<std::string> seen;
+  for (auto const& l : launchers) {
+    BOOST_TEST_CONTEXT(l.source) {
+      auto a = token_of(l.job_a), a_again = token_of(l.job_a), b = token_of(l.job_b);
+      BOOST_TEST(!a.value.empty());
+      BOOST_TEST(a.source == l.source);
+      BOOST_TEST(a.value == a_again.value);  // every rank of the job computes the same one
+      BOOST_TEST(a.value != b.value);        // another job of the same launcher does not
+      for (auto const& s : seen) BOOST_TEST(a.value != s);  // nor another launcher's job
+      seen.push_back(a.value);
+    }
+  }
+  // Equal numbers from two launchers are still two jobs.
+  BOOST_TEST(token_of({{"SLURM_JOB_ID", "5"}}).value !=
+             token_of({{"OMPI_MCA_ess_base_jobid", "5"}}).value);
+}
+
+BOOST_AUTO_TEST_CASE(gcl_token_wins_over_every_launcher) {
+  auto t = token_of({{"GCL_TOKEN", "mine"},
+                     {"TORCHELASTIC_RUN_ID", "r"},
+                     {"PMIX_NAMESPACE", "n"},
+                     {"OMPI_MCA_ess_base_jobid", "1"},
+                     {"SLURM_JOB_ID", "2"},
+                     {"SLURM_STEP_ID", "3"}});
+  BOOST_TEST(t.value == "mine");
+  BOOST_TEST(t.source == "GCL_TOKEN");
+}
+
+BOOST_AUTO_TEST_CASE(the_innermost_launcher_names_the_job) {
+  // torchrun or mpirun inside a Slurm allocation: two of them in one allocation share its job
+  // id, so the inner launcher's identity is the job's.
+  auto in_slurm = [](std::map<std::string, std::string> m) {
+    m["SLURM_JOB_ID"] = "900";
+    m["SLURM_STEP_ID"] = "0";
+    return token_of(m);
+  };
+  BOOST_TEST(in_slurm({{"TORCHELASTIC_RUN_ID", "x"}}).source == "TORCHELASTIC_RUN_ID");
+  BOOST_TEST(in_slurm({{"PMIX_NAMESPACE", "x"}}).source == "PMIX_NAMESPACE");
+  BOOST_TEST(in_slurm({{"OMPI_MCA_orte_ess_jobid", "x"}}).source == "OMPI_MCA_orte_ess_jobid");
+  BOOST_TEST(in_slurm({{"TORCHELASTIC_RUN_ID", "x"}}).value !=
+             in_slurm({{"TORCHELASTIC_RUN_ID", "y"}}).value);
+}
+
+BOOST_AUTO_TEST_CASE(no_job_identity_leaves_the_token_empty) {
+  auto none = token_of({});
+  BOOST_TEST(none.value.empty());
+  BOOST_TEST(none.source == "none");
+  // torchrun's default --rdzv-id is "none", shared by every such job: not an identity.
+  auto torch_default = token_of({{"TORCHELASTIC_RUN_ID", "none"}});
+  BOOST_TEST(torch_default.value.empty());
+  BOOST_TEST(torch_default.source == "none");
+  BOOST_TEST(token_of({{"TORCHELASTIC_RUN_ID", "none"}, {"SLURM_JOB_ID", "4"}}).source ==
+             "SLURM_JOB_ID");
+  // MPICH's Hydra exports only these: no job identity.
+  BOOST_TEST(token_of({{"PMI_RANK", "0"}, {"PMI_SIZE", "1"}, {"PMI_FD", "5"}}).source == "none");
+}
+
+BOOST_AUTO_TEST_CASE(the_origin_of_a_token_the_program_set) {
+  gcl::tcp_options o;
+  BOOST_TEST(o.token_origin() == "none");
+  o.token = "abc";
+  BOOST_TEST(o.token_origin() == "tcp_options::token");
+}
+
+BOOST_AUTO_TEST_CASE(each_group_draws_its_own_random_token) {
+  gcl::tcp_options o;
+  o.timeout = std::chrono::seconds{5};
+  gcl::tcp_transport::group g1(2, o), g2(2, o);
+  BOOST_TEST(!g1.options().token.empty());
+  BOOST_TEST(g1.options().token_origin() == "random");
+  BOOST_TEST(g1.options().token != g2.options().token);
+  // A token the program chose is kept.
+  o.token = "chosen";
+  gcl::tcp_transport::group g3(2, o);
+  BOOST_TEST(g3.options().token == "chosen");
+  BOOST_TEST(g3.options().token_origin() == "tcp_options::token");
+}
+
+BOOST_AUTO_TEST_CASE(a_rank_of_another_group_is_refused_naming_the_token_source) {
+  // Rank 1 of group g2 tries to join g1's rank 0: the random tokens differ.
+  gcl::tcp_options o;
+  o.timeout = std::chrono::seconds{5};
+  gcl::tcp_transport::group g1(2, o), g2(2, o);
+  auto stranger = g2.options();
+  stranger.rank = 1;
+  stranger.master_port = g1.options().master_port;
+  stranger.master_addr = g1.options().master_addr;
+  std::string error;
+  std::jthread r0([&] {
+    try {
+      g1.connect(0);  // times out: its rank 1 never comes
+    } catch (gcl::transport_error const&) {
+    }
+  });
+  try {
+    gcl::tcp_transport t(stranger);
+  } catch (gcl::transport_error const& e) {
+    error = e.what();
+  }
+  BOOST_TEST(error.find("wrong job token") != std::string::npos, error);
+  BOOST_TEST(error.find("comes from random") != std::string::npos, error);
+}
+
+BOOST_AUTO_TEST_CASE(the_default_timeout_is_thirty_minutes_and_gcl_timeout_overrides_it) {
+  // Long enough for a rank to evaluate or checkpoint while the others wait (torch's default);
+  // a dead peer is noticed at once regardless.
+  BOOST_TEST(gcl::tcp_options{}.timeout.count() == 30 * 60 * 1000);
+  {
+    job_env env(std::map<std::string, std::string>{});
+    BOOST_TEST(gcl::tcp_options::from_env().timeout.count() == 30 * 60 * 1000);
+  }
+  {
+    job_env env(std::map<std::string, std::string>{{"GCL_TIMEOUT", "45.5"}});
+    BOOST_TEST(gcl::tcp_options::from_env().timeout.count() == 45500);
+  }
+}
