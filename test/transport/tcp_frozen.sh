@@ -22,7 +22,7 @@ for count in 64 262144; do
   echo "== SIGSTOP rank 2 of 4 in an all_reduce loop of $count floats"
   rm -f "$dir"/*.pid
   # --grace: long enough for every survivor to fail on its own before gcl-launch stops the rest.
-  "$launch" -n 4 --timeout 3 --grace 8 -- "$worker" loop 100000000 "$count" >"$dir/out" 2>&1 &
+  "$launch" -n 4 --timeout 3 --grace 15 -- "$worker" loop 100000000 "$count" >"$dir/out" 2>&1 &
   launcher=$!
   for _ in $(seq 300); do
     [[ -s "$dir/0.pid" && -s "$dir/1.pid" && -s "$dir/2.pid" && -s "$dir/3.pid" ]] && break
@@ -38,6 +38,7 @@ for count in 64 262144; do
   stopped=""
   echo "gcl-launch exited with $code"
   ((code != 0)) || fail "gcl-launch exited 0 with a rank stopped"
+  grep -q "gcl-launch: .*rank 2 was stopped (SIGSTOP" "$dir/out" || fail "gcl-launch did not say rank 2 was stopped"
   for r in 0 1 3; do
     line=$(grep "^\[$r\] rank $r: " "$dir/out" | grep -v ": started$" | tail -n 1)
     [[ -n "$line" ]] || fail "rank $r printed no error"
