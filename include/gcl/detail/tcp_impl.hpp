@@ -47,10 +47,16 @@ namespace gcl {
 
 namespace detail {
 
+// malloc'ed rather than new[]'ed so that a payload read in pieces can grow with realloc, which
+// for large blocks moves pages (mremap) instead of copying bytes.
+struct tcp_free {
+  void operator()(std::byte* p) const noexcept { std::free(p); }
+};
+
 struct tcp_message {
   call_info call;
-  std::unique_ptr<std::byte[]> data;
-  std::size_t size = 0, capacity = 0;
+  std::unique_ptr<std::byte, tcp_free> data;
+  std::size_t size = 0, capacity = 0;  // while it arrives, capacity may be less than size
 };
 
 // One frame waiting to be written. A data frame lives on the sender's stack until `done`; bye
@@ -87,7 +93,8 @@ struct tcp_peer {
   std::deque<tcp_write*> writes;
   std::array<std::byte, frame_header_size> rx_header{};
   frame_header rx;
-  tcp_message rx_message;
+  tcp_message rx_message;  // a payload being queued; rx_received of its bytes have arrived
+  std::size_t rx_received = 0;
   bool finished = false;   // said bye: its EOF is expected and nothing more will come
   call_info last_call;     // its last collective, as its bye says (sequence 0: none)
   bool ended = false;      // its connection is closed or failed: nothing more will come
@@ -421,7 +428,7 @@ class tcp_impl {
     {
       std::lock_guard lock(mutex_);
       if (auto const* c = progress_.recall(progress_.started())) h.call = *c;
-      h.tag = (progress_.in_call() ? 1u : 0u) | (static_cast<std::uint32_t>(waiting_for_ + 1) << 1);
+      h.tag = encode_status_tag({progress_.in_call(), waiting_for_});
     }
     auto* w = new tcp_write;
     h.encode(w->header.data());
@@ -433,9 +440,8 @@ class tcp_impl {
   // this rank remembers disagrees with it, whether or not either is still waiting.
   void record_status(int r, frame_header const& h) {
     std::lock_guard lock(mutex_);
-    rank_status st{r, true, h.call.sequence, (h.tag & 1u) != 0,
-                   static_cast<int>(h.tag >> 1) - 1, h.call};
-    if (st.waiting_for < -1 || st.waiting_for >= o_.size) st.waiting_for = -1;
+    auto const fields = decode_status(h, o_.size).value;  // on_header refused a bad one
+    rank_status st{r, true, h.call.sequence, fields.in_call, fields.waiting_for, h.call};
     peers_[r].status = st;
     changed_.notify_all();
     if (h.call.kind == call_kind::point_to_point) return;
@@ -494,12 +500,18 @@ class tcp_impl {
         pool_.erase(it);
         break;
       }
-    if (m.capacity < n) {
-      m.data.reset(new std::byte[n]);  // not value-initialised: every byte is overwritten
-      m.capacity = n;
-    }
+    grow_buffer(m, n);
     m.size = n;
     return m;
+  }
+  // Not zeroed: every byte is overwritten before it is read.
+  static void grow_buffer(tcp_message& m, std::size_t capacity) {
+    if (capacity <= m.capacity) return;
+    auto* p = static_cast<std::byte*>(std::realloc(m.data.get(), capacity));
+    if (p == nullptr) throw std::bad_alloc();
+    (void)m.data.release();
+    m.data.reset(p);
+    m.capacity = capacity;
   }
   void give_buffer(tcp_message m) {
     // A small pool: enough for steady-state collectives, not a hoard of huge buffers.
@@ -595,15 +607,21 @@ class tcp_impl {
   void on_header(int r, boost::system::error_code ec) {
     auto& p = peers_[r];
     if (ec) return on_read_error(r, ec);
-    p.rx = frame_header::decode(p.rx_header.data());
-    if (p.rx.magic != frame_magic || p.rx.version != wire_version || p.rx.source != r) {
+    auto header = decode_frame_header(p.rx_header);
+    std::string problem = header.error;
+    if (problem.empty() && header.value.source != r)
+      problem = "a frame that claims to come from rank " + std::to_string(header.value.source);
+    if (problem.empty()) problem = frame_problem(header.value, o_.size);
+    if (!problem.empty()) {
+      // Nothing of the frame is allocated or read: the connection is closed.
       std::lock_guard lock(mutex_);
       poison(errc::protocol,
-             prefix() + "garbage on the connection with " + p.where +
-                 " (wrong frame magic, version or source)",
+             prefix() + "protocol error on the connection with " + p.where + ": " + problem +
+                 "; closed the connection",
              true);
       return close_peer(r);
     }
+    p.rx = header.value;
     if (p.rx.type == frame_type::bye) {
       std::lock_guard lock(mutex_);
       p.finished = true;
@@ -613,46 +631,87 @@ class tcp_impl {
       changed_.notify_all();
       return read_header(r);  // until EOF
     }
-    if (p.rx.type == frame_type::status_query || p.rx.type == frame_type::status_reply) {
-      if (p.rx.length != 0) {
-        std::lock_guard lock(mutex_);
-        poison(errc::protocol, prefix() + "garbage on the connection with " + p.where +
-                                   " (a status frame with a payload)",
-               true);
-        return close_peer(r);
-      }
-      if (p.rx.type == frame_type::status_query)
-        answer_status(r);
-      else
-        record_status(r, p.rx);
+    if (p.rx.type == frame_type::status_query) {
+      answer_status(r);
       return read_header(r);
     }
-    std::byte* into;
+    if (p.rx.type == frame_type::status_reply) {
+      record_status(r, p.rx);
+      return read_header(r);
+    }
+    std::byte* into = nullptr;
     {
       std::lock_guard lock(mutex_);
       auto* pr = posted_;
-      p.rx_direct = p.rx.type == frame_type::data && pr != nullptr &&
-                    pr->st == tcp_posted_recv::posted && pr->source == r && pr->tg == p.rx.tag &&
-                    pr->in.size() == p.rx.length && pr->call == p.rx.call;
-      if (p.rx_direct) {
+      bool next_for_posted = p.rx.type == frame_type::data && pr != nullptr &&
+                             pr->st == tcp_posted_recv::posted && pr->source == r &&
+                             pr->tg == p.rx.tag;
+      if (next_for_posted) {
         auto it = inbox_.find(key(r, tag{p.rx.tag}));
-        p.rx_direct = it == inbox_.end() || it->second.empty();  // FIFO: never overtake
+        next_for_posted = it == inbox_.end() || it->second.empty();  // FIFO: never overtake
       }
+      if (next_for_posted && (pr->in.size() != p.rx.length || !(pr->call == p.rx.call))) {
+        // The posted receive takes this frame next, and it is not what it expects: the
+        // mismatch recv() would report from the queue, reported now, before allocating
+        // whatever the header claims. This connection is not read any further (its payload
+        // may be huge, and the transport has failed); it stays open so the peer gets the abort
+        // frame that says why.
+        poison(errc::mismatch,
+               prefix() + "expected " + std::to_string(pr->in.size()) + " bytes for " +
+                   describe(pr->call) + " from " + p.where + " (" + tag_text(tag{pr->tg}) +
+                   "), but rank " + std::to_string(r) + " sent " + std::to_string(p.rx.length) +
+                   " bytes for " + describe(p.rx.call),
+               true);
+        return;
+      }
+      p.rx_direct = next_for_posted;
       if (p.rx_direct) {
         pr->st = tcp_posted_recv::claimed;
         into = pr->in.data();
       } else {
-        p.rx_message = take_buffer(p.rx.length);
+        // At most receive_step now; more as the bytes arrive (read_piece): a header's length
+        // is only a claim.
+        p.rx_message = take_buffer(
+            static_cast<std::size_t>(std::min<std::uint64_t>(p.rx.length, receive_step)));
+        p.rx_message.size = static_cast<std::size_t>(p.rx.length);
         p.rx_message.call = p.rx.call;
-        into = p.rx_message.data.get();
+        p.rx_received = 0;
       }
     }
-    if (p.rx.length == 0) return on_payload(r, {});
-    asio::async_read(*p.socket, asio::buffer(into, p.rx.length), transfer_all_large{},
-                     [this, r](boost::system::error_code ec, std::size_t) { on_payload(r, ec); });
+    if (p.rx.length == 0) return on_payload(r, {}, 0);
+    if (!p.rx_direct) return read_piece(r);
+    asio::async_read(
+        *p.socket, asio::buffer(into, p.rx.length), transfer_all_large{},
+        [this, r](boost::system::error_code ec, std::size_t n) { on_payload(r, ec, n); });
   }
 
-  void on_payload(int r, boost::system::error_code ec) {
+  // The next piece of a queued payload: into what is allocated (a buffer from the pool may
+  // hold more than the message), growing it by receive_step once full, so memory follows the
+  // bytes that actually arrived.
+  void read_piece(int r) {
+    auto& p = peers_[r];
+    auto& m = p.rx_message;
+    if (p.rx_received == m.capacity) {
+      try {
+        grow_buffer(m, std::min(m.size, p.rx_received + receive_step));
+      } catch (std::bad_alloc const&) {
+        std::lock_guard lock(mutex_);
+        poison(errc::protocol,
+               prefix() + "out of memory after " + std::to_string(p.rx_received) + " of the " +
+                   std::to_string(m.size) + " bytes " + p.where + " is sending (" +
+                   describe(m.call) + "); closed the connection",
+               true);
+        return close_peer(r);
+      }
+    }
+    auto end = std::min(m.size, m.capacity);
+    asio::async_read(*p.socket, asio::buffer(m.data.get() + p.rx_received, end - p.rx_received),
+                     transfer_all_large{}, [this, r](boost::system::error_code ec, std::size_t n) {
+                       on_payload(r, ec, n);
+                     });
+  }
+
+  void on_payload(int r, boost::system::error_code ec, std::size_t n) {
     auto& p = peers_[r];
     if (p.rx_direct) {
       p.rx_direct = false;
@@ -666,6 +725,8 @@ class tcp_impl {
       return read_header(r);
     }
     if (ec) return on_read_error(r, ec);
+    p.rx_received += n;
+    if (p.rx_received < p.rx_message.size) return read_piece(r);
     std::lock_guard lock(mutex_);
     if (p.rx.type == frame_type::abort) {
       std::string text(reinterpret_cast<char const*>(p.rx_message.data.get()), p.rx.length);

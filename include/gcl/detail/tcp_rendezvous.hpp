@@ -38,6 +38,7 @@
 #include <mutex>
 #include <optional>
 #include <set>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -50,6 +51,10 @@ namespace gcl::detail {
 
 namespace asio = boost::asio;
 using asio::ip::tcp;
+
+// How many times an accept failed (out of descriptors, buffers or memory, ...) in this process,
+// over all transports: for tests that check the accept loop backs off instead of spinning.
+inline std::atomic<std::uint64_t> tcp_accept_failures{0};
 
 inline std::string endpoint_text(tcp::endpoint const& e) {
   auto a = e.address().to_string();
@@ -122,9 +127,11 @@ class tcp_rendezvous : public std::enable_shared_from_this<tcp_rendezvous> {
         acceptor_(acceptor),
         o_(o),
         abort_(std::move(abort)),
+        accept_timer_(io),
         peers_(static_cast<std::size_t>(o.size)),
         table_(static_cast<std::size_t>(o.size)),
-        where_(static_cast<std::size_t>(o.size)) {}
+        where_(static_cast<std::size_t>(o.size)),
+        attempt_(static_cast<std::size_t>(o.size)) {}
 
   std::vector<std::optional<tcp::socket>>& peers() { return peers_; }
   std::vector<std::string>& where() { return where_; }
@@ -135,25 +142,34 @@ class tcp_rendezvous : public std::enable_shared_from_this<tcp_rendezvous> {
     deadline_ = std::chrono::steady_clock::now() + o_.timeout;
     resolve_master();
     listen(prebound_fd);
+    port_ = acceptor_.local_endpoint().port();
     start_accept();
     if (o_.rank == 0) {
       where_[0] = "rank 0 at " + endpoint_text(acceptor_.local_endpoint());
-      wait([&] { return joined_ == o_.size - 1; },
-           [&] {
-             return "waiting at " + endpoint_text(acceptor_.local_endpoint()) + " for " +
-                    missing() + " to join (" + std::to_string(joined_) + " of " +
-                    std::to_string(o_.size - 1) + " joined)";
-           });
+      try {
+        wait([&] { return joined_ == o_.size - 1; },
+             [&] {
+               return "waiting at " + endpoint_text(acceptor_.local_endpoint()) + " for " +
+                      missing(0) + " to join (" + std::to_string(joined_) + " of " +
+                      std::to_string(o_.size - 1) + " joined)";
+             });
+      } catch (transport_error const& e) {
+        // The ranks that joined wait for the table; tell them why none will come, or all they
+        // would see is the connection closing ("End of file").
+        tell_joined(
+            static_cast<errc>(e.code().value()),
+            e.code() == errc::timeout ? "rank 0 timed out after " + format_duration(o_.timeout) +
+                                            " waiting for " + missing(0) + " to join"
+            : e.code() == errc::aborted ? "rank 0's rendezvous was aborted: " + abort_->why()
+                                        : std::string(e.what()));
+        throw;
+      }
       send_tables();
       wait([&] { return tables_sent_ == o_.size - 1; },
            [&] { return std::string("sending the address table to the ranks"); });
     } else {
       connect_to(0, master_);
-      wait([&] { return connected_ == o_.size - 1; },
-           [&] {
-             return last_attempt_.empty() ? "waiting for " + missing() + " to connect"
-                                          : last_attempt_;
-           });
+      wait([&] { return connected_ == o_.size - 1; }, [&] { return waiting_text(); });
     }
     finished_ = true;
   }
@@ -167,13 +183,34 @@ class tcp_rendezvous : public std::enable_shared_from_this<tcp_rendezvous> {
     std::vector<std::byte> table;
   };
 
-  // "ranks 2, 3": who has not connected yet (the first 8).
-  std::string missing() const {
+  // "ranks 2, 3": who of ranks `from`.. has not connected yet (the first 8), or "".
+  std::string missing(int from) const {
     std::string s;
     int n = 0;
-    for (int r = 0; r < o_.size; ++r)
+    for (int r = from; r < o_.size; ++r)
       if (r != o_.rank && !peers_[r] && n++ < 8) s += (s.empty() ? "" : ", ") + std::to_string(r);
+    if (n == 0) return {};
     return (n == 1 ? "rank " : "ranks ") + s + (n > 8 ? ", ..." : "");
+  }
+
+  // What a rank other than 0 is waiting for now, from the state of each connection (not from
+  // the last event, which may be long answered): its attempts to reach lower ranks that have
+  // not answered yet, then the higher ranks that have not connected to it.
+  std::string waiting_text() const {
+    std::string s;
+    auto add = [&](std::string const& t) {
+      if (!t.empty()) s += (s.empty() ? "" : "; ") + t;
+    };
+    for (int r = 0; r < o_.rank; ++r)
+      if (!peers_[r])
+        add(attempt_[r].empty() ? "waiting to connect to rank " + std::to_string(r) : attempt_[r]);
+    if (peers_[0]) {  // the table came: the higher ranks know where we are
+      if (auto m = missing(o_.rank + 1); !m.empty())
+        add("waiting for " + m + " to connect to this rank at port " + std::to_string(port_) +
+            " (" + std::to_string(connected_) + " of " + std::to_string(o_.size - 1) +
+            " connected)");
+    }
+    return s;
   }
 
   template <class Done, class Pending>
@@ -260,17 +297,36 @@ class tcp_rendezvous : public std::enable_shared_from_this<tcp_rendezvous> {
   }
 
   void start_accept() {
-    port_ = acceptor_.local_endpoint().port();
     acceptor_.async_accept(
         [self = shared_from_this()](boost::system::error_code ec, tcp::socket s) {
           if (ec == asio::error::operation_aborted || !self->acceptor_.is_open()) return;
-          if (!ec) {
-            auto c = std::make_shared<conn>(self->io_);
-            c->socket = std::move(s);
-            self->incoming(c);
-          }
+          if (ec) return self->accept_failed(ec);
+          self->accept_backoff_ = {};
+          auto c = std::make_shared<conn>(self->io_);
+          c->socket = std::move(s);
+          self->incoming(c);
           self->start_accept();
         });
+  }
+
+  // Out of descriptors (EMFILE, ENFILE), buffers or memory, the pending connection stays in the
+  // backlog: accepting again at once fails again at once, a busy loop that takes the CPU from
+  // the job and keeps it from freeing anything. Wait, 10 ms doubling to 1 s, then try again;
+  // a successful accept starts over at 10 ms.
+  void accept_failed(boost::system::error_code ec) {
+    tcp_accept_failures.fetch_add(1, std::memory_order_relaxed);
+    if (accept_backoff_.count() == 0)  // once per streak of failures, not once per retry
+      std::fprintf(stderr,
+                   "%scannot accept connections on port %u: %s; retrying every 10 ms to 1 s\n",
+                   prefix().c_str(), static_cast<unsigned>(port_), ec.message().c_str());
+    accept_backoff_ = accept_backoff_.count() == 0
+                          ? std::chrono::milliseconds(10)
+                          : std::min(accept_backoff_ * 2, std::chrono::milliseconds(1000));
+    accept_timer_.expires_after(accept_backoff_);
+    accept_timer_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
+      if (ec || !self->acceptor_.is_open()) return;
+      self->start_accept();
+    });
   }
 
   void incoming(std::shared_ptr<conn> c) {
@@ -288,19 +344,18 @@ class tcp_rendezvous : public std::enable_shared_from_this<tcp_rendezvous> {
         [self = shared_from_this(), c, from](boost::system::error_code ec, std::size_t n) {
           c->timer.cancel();
           if (ec == asio::error::operation_aborted) return;
-          if (ec && n > 0 && get<std::uint32_t>(c->buf.data()) != hello_magic)
+          std::span<std::byte const> got(c->buf.data(), n);
+          if (ec && n > 0 && !is_gcl_hello(got))
             return self->refuse(
                 from, "sent " + std::to_string(n) + " bytes that are not a gcl hello, then closed");
           if (ec) return self->refuse(from, "closed before saying hello (" + ec.message() + ")");
-          self->on_hello(c, from, hello::decode(c->buf.data()));
+          self->on_hello(c, from, got);
         });
   }
 
+  // Whether a well-formed hello fits this job (decode_hello checked magic, version, kind and
+  // address family).
   std::string check(hello const& h) const {
-    if (h.magic != hello_magic) return "not a gcl peer (wrong magic)";
-    if (h.version != wire_version)
-      return "speaks gcl wire version " + std::to_string(h.version) + ", this rank speaks " +
-             std::to_string(wire_version);
     if (h.token != token_hash(o_.token))
       return "wrong job token (GCL_TOKEN differs; this rank's token comes from " +
              o_.token_origin() + ")";
@@ -327,12 +382,17 @@ class tcp_rendezvous : public std::enable_shared_from_this<tcp_rendezvous> {
                       [c](boost::system::error_code ec, std::size_t) { c->socket.close(ec); });
   }
 
-  void on_hello(std::shared_ptr<conn> c, tcp::endpoint const& from, hello const& h) {
-    if (auto why = check(h); !why.empty()) {
+  void on_hello(std::shared_ptr<conn> c, tcp::endpoint const& from,
+                std::span<std::byte const> bytes) {
+    auto decoded = decode_hello(bytes);
+    auto why = decoded ? check(decoded.value) : decoded.error;
+    if (!why.empty()) {
       refuse(from, why);
-      if (h.magic == hello_magic) reply_and_close(c, errc::protocol, prefix() + "refused: " + why);
+      // A gcl peer (of any version) learns why; a stranger gets nothing.
+      if (is_gcl_hello(bytes)) reply_and_close(c, errc::protocol, prefix() + "refused: " + why);
       return;
     }
+    hello const& h = decoded.value;
     c->socket.set_option(tcp::no_delay(true));
     if (h.kind == hello_kind::join) {
       asio::ip::address a = from.address();
@@ -362,22 +422,46 @@ class tcp_rendezvous : public std::enable_shared_from_this<tcp_rendezvous> {
                       });
   }
 
+  // Rank 0, when the rendezvous fails before the tables went out: a refusal to every rank
+  // that joined, saying why. Bounded: 128 bytes on a connection that has carried only a hello
+  // fit in any socket buffer, so this takes no time unless the network is gone.
+  void tell_joined(errc code, std::string const& why) {
+    auto out = std::make_shared<std::array<std::byte, reply_size>>();
+    encode_reply(out->data(), static_cast<std::uint32_t>(code), why);
+    auto pending = std::make_shared<int>(0);
+    for (int r = 1; r < o_.size; ++r) {
+      if (!peers_[r]) continue;
+      ++*pending;
+      asio::async_write(*peers_[r], asio::buffer(*out),
+                        [out, pending](boost::system::error_code, std::size_t) { --*pending; });
+    }
+    auto until = std::chrono::steady_clock::now() +
+                 std::min<std::chrono::steady_clock::duration>(o_.timeout, std::chrono::seconds(1));
+    for (auto now = std::chrono::steady_clock::now(); *pending > 0 && now < until;
+         now = std::chrono::steady_clock::now()) {
+      io_.restart();
+      io_.run_for(std::min<std::chrono::steady_clock::duration>(std::chrono::milliseconds(20),
+                                                                until - now));
+    }
+  }
+
   void send_tables() {
-    auto bytes = std::make_shared<std::vector<std::byte>>(reply_size + table_entry_size * o_.size);
-    encode_reply(bytes->data(), 0, "");
+    std::vector<table_entry> entries(static_cast<std::size_t>(o_.size));
     for (int r = 0; r < o_.size; ++r) {
-      std::byte* e = bytes->data() + reply_size + table_entry_size * r;
       auto a = table_[r].address();
-      put<std::uint8_t>(e, a.is_v6() ? 6 : 4);
-      put<std::uint16_t>(e + 2, table_[r].port());
+      auto& e = entries[r];
+      e.family = a.is_v6() ? 6 : 4;
+      e.port = table_[r].port();
       if (a.is_v6()) {
-        auto b = a.to_v6().to_bytes();
-        std::memcpy(e + 8, b.data(), 16);
+        e.address = a.to_v6().to_bytes();
       } else {
         auto b = a.to_v4().to_bytes();
-        std::memcpy(e + 8, b.data(), 4);
+        std::copy(b.begin(), b.end(), e.address.begin());
       }
     }
+    auto bytes = std::make_shared<std::vector<std::byte>>(reply_size + table_entry_size * o_.size);
+    encode_reply(bytes->data(), 0, "");
+    encode_table(bytes->data() + reply_size, entries);
     for (int r = 1; r < o_.size; ++r)
       asio::async_write(
           *peers_[r], asio::buffer(*bytes),
@@ -401,20 +485,23 @@ class tcp_rendezvous : public std::enable_shared_from_this<tcp_rendezvous> {
                                                           std::to_string(r) + " at " +
                                                           endpoint_text(ep) + interface_text() +
                                                           ": " + ec.message());
+    if (attempt_[r].empty())  // a retry keeps the last error until it has news
+      attempt_[r] =
+          "connecting to rank " + std::to_string(r) + " at " + endpoint_text(ep) + interface_text();
     c->socket.async_connect(
         ep, [self = shared_from_this(), c, r, ep](boost::system::error_code ec) {
           if (ec) {
             // Rank 0 may not be listening yet: retry until the deadline (reported by wait()).
-            self->last_attempt_ = "could not connect to rank " + std::to_string(r) + " at " +
-                                  endpoint_text(ep) + self->interface_text() + ": " + ec.message();
+            self->attempt_[r] = "could not connect to rank " + std::to_string(r) + " at " +
+                                endpoint_text(ep) + self->interface_text() + ": " + ec.message();
             c->timer.expires_after(std::chrono::milliseconds(100));
             c->timer.async_wait([self, c, r, ep](boost::system::error_code ec) {
               if (!ec) self->connect_to(r, ep);
             });
             return;
           }
-          self->last_attempt_ = "connected to rank " + std::to_string(r) + " at " +
-                                endpoint_text(ep) + ", waiting for its answer";
+          self->attempt_[r] = "connected to rank " + std::to_string(r) + " at " +
+                              endpoint_text(ep) + ", waiting for its answer";
           self->handshake(c, r, ep);
         });
   }
@@ -445,53 +532,56 @@ class tcp_rendezvous : public std::enable_shared_from_this<tcp_rendezvous> {
     c->table.resize(reply_size + (r == 0 ? table_entry_size * o_.size : 0));
     asio::async_read(
         c->socket, asio::buffer(c->table),
-        [self = shared_from_this(), c, r, ep](boost::system::error_code ec, std::size_t) {
-          self->on_answer(c, r, ep, ec);
+        [self = shared_from_this(), c, r, ep](boost::system::error_code ec, std::size_t n) {
+          self->on_answer(c, r, ep, ec, n);
         });
   }
 
-  void on_answer(std::shared_ptr<conn> c, int r, tcp::endpoint ep, boost::system::error_code ec) {
+  void fail(errc code, std::string const& what) {
+    if (!failure_) failure_ = std::make_exception_ptr(transport_error(code, prefix() + what));
+  }
+
+  // `n` bytes of the answer arrived, then `ec`: a refusal is a reply and the connection's end;
+  // an acceptance is a reply, and from rank 0 the address table.
+  void on_answer(std::shared_ptr<conn> c, int r, tcp::endpoint ep, boost::system::error_code ec,
+                 std::size_t n) {
     auto who = "rank " + std::to_string(r) + " at " + endpoint_text(ep);
-    if (ec || get<std::uint32_t>(c->table.data()) != reply_magic) {
-      // A reply may be shorter than the table: a refusal. Show its text if there is one.
-      std::string text;
-      if (get<std::uint32_t>(c->table.data()) == reply_magic)
-        text = std::string(reinterpret_cast<char const*>(c->table.data() + 8));
-      if (!failure_)
-        failure_ = std::make_exception_ptr(
-            transport_error(text.empty() ? errc::peer_closed : errc::protocol,
-                            prefix() + who + " did not accept the connection: " +
-                                (text.empty() ? (ec ? ec.message() : "not a gcl reply") : text)));
-      return;
+    std::span<std::byte const> got(c->table.data(), n);
+    auto answer = decode_reply(got.first(std::min(n, reply_size)));
+    if (!answer) {
+      if (n == 0 && ec)
+        return fail(errc::peer_closed, who + " did not accept the connection: " + ec.message());
+      return fail(errc::protocol, who + " did not answer as a gcl rank: " + answer.error +
+                                      (ec ? " (then: " + ec.message() + ")" : ""));
     }
-    if (auto status = get<std::uint32_t>(c->table.data() + 4); status != 0) {
-      if (!failure_)
-        failure_ = std::make_exception_ptr(transport_error(
-            static_cast<errc>(status), prefix() + who + " refused the connection: " +
-                                           reinterpret_cast<char const*>(c->table.data() + 8)));
-      return;
+    if (auto status = answer.value.status; status != 0)
+      return fail(static_cast<errc>(status),
+                  who + " refused the connection: " +
+                      (answer.value.text.empty() ? "(no reason given)" : answer.value.text));
+    if (ec)
+      return fail(errc::peer_closed, who + " accepted the connection, then closed it before " +
+                                         (r == 0 ? "sending the address table: " : "") +
+                                         ec.message());
+    decoded<std::vector<table_entry>> table;
+    if (r == 0) {
+      table = decode_table(got.subspan(reply_size), o_.size);
+      if (!table) return fail(errc::protocol, who + " sent a bad address table: " + table.error);
     }
     where_[r] = who;
     peers_[r].emplace(std::move(c->socket));
+    attempt_[r].clear();
     ++connected_;
     if (r != 0) return;
     for (int i = 0; i < o_.size; ++i) {
-      std::byte const* e = c->table.data() + reply_size + table_entry_size * i;
-      auto port = get<std::uint16_t>(e + 2);
+      auto const& e = table.value[i];
       asio::ip::address a;
-      if (get<std::uint8_t>(e) == 6) {
-        asio::ip::address_v6::bytes_type b;
-        std::memcpy(b.data(), e + 8, 16);
-        a = asio::ip::address_v6(b);
-      } else {
-        asio::ip::address_v4::bytes_type b;
-        std::memcpy(b.data(), e + 8, 4);
-        a = asio::ip::address_v4(b);
-      }
-      table_[i] = tcp::endpoint(a, port);
+      if (e.family == 6)
+        a = asio::ip::address_v6(e.address);
+      else
+        a = asio::ip::address_v4({e.address[0], e.address[1], e.address[2], e.address[3]});
+      table_[i] = tcp::endpoint(a, e.port);
       if (i > o_.rank) where_[i] = "rank " + std::to_string(i) + " at " + endpoint_text(table_[i]);
     }
-    last_attempt_.clear();
     for (int i = 1; i < o_.rank; ++i) connect_to(i, table_[i]);
   }
 
@@ -502,13 +592,15 @@ class tcp_rendezvous : public std::enable_shared_from_this<tcp_rendezvous> {
   std::chrono::steady_clock::time_point deadline_;
   tcp::endpoint master_;
   std::uint16_t port_ = 0;
+  asio::steady_timer accept_timer_;
+  std::chrono::milliseconds accept_backoff_{0};  // 0: the last accept succeeded
   std::vector<std::optional<tcp::socket>> peers_;
   std::vector<tcp::endpoint> table_;
   std::vector<std::string> where_;
   std::set<int> claimed_;
   int joined_ = 0, tables_sent_ = 0, connected_ = 0;
   bool finished_ = false;
-  std::string last_attempt_;
+  std::vector<std::string> attempt_;  // the state of this rank's connection to each lower rank
   std::exception_ptr failure_;
 };
 
