@@ -650,20 +650,26 @@ class tcp_impl {
         auto it = inbox_.find(key(r, tag{p.rx.tag}));
         next_for_posted = it == inbox_.end() || it->second.empty();  // FIFO: never overtake
       }
-      if (next_for_posted && (pr->in.size() != p.rx.length || !(pr->call == p.rx.call))) {
-        // The posted receive takes this frame next, and it is not what it expects: the
-        // mismatch recv() would report from the queue, reported now, before allocating
-        // whatever the header claims. This connection is not read any further (its payload
-        // may be huge, and the transport has failed); it stays open so the peer gets the abort
-        // frame that says why.
-        poison(errc::mismatch,
-               prefix() + "expected " + std::to_string(pr->in.size()) + " bytes for " +
-                   describe(pr->call) + " from " + p.where + " (" + tag_text(tag{pr->tg}) +
-                   "), but rank " + std::to_string(r) + " sent " + std::to_string(p.rx.length) +
-                   " bytes for " + describe(p.rx.call),
-               true);
+      if (next_for_posted && pr->in.size() != p.rx.length) {
+        // The posted receive takes this frame next, and its length is not what it expects:
+        // the mismatch recv() would report from the queue, reported now, before allocating
+        // whatever the header claims (a collective's disagreement, if it is one, in the words
+        // on_payload would use). This connection is not read any further (its payload may be
+        // huge, and the transport has failed); it stays open so the peer gets the abort frame
+        // that says why. Another call of the same length is queued and reported as usual.
+        std::string what;
+        auto v = progress_.check(p.rx.call);
+        if (v == call_progress::verdict::conflict || v == call_progress::verdict::stale)
+          what = prefix() + progress_.disagreement(o_.rank, r, p.rx.call);
+        else
+          what = prefix() + "expected " + std::to_string(pr->in.size()) + " bytes for " +
+                 describe(pr->call) + " from " + p.where + " (" + tag_text(tag{pr->tg}) +
+                 "), but rank " + std::to_string(r) + " sent " + std::to_string(p.rx.length) +
+                 " bytes for " + describe(p.rx.call);
+        poison(errc::mismatch, what, true);
         return;
       }
+      next_for_posted = next_for_posted && pr->call == p.rx.call;
       p.rx_direct = next_for_posted;
       if (p.rx_direct) {
         pr->st = tcp_posted_recv::claimed;
