@@ -64,8 +64,8 @@ BOOST_AUTO_TEST_CASE(frame_header_round_trips_and_is_refused_for_each_defect) {
     return decode_frame_header(c).error;
   };
   BOOST_TEST(contains(with(0, 0x47 ^ 1), "wrong frame magic"), with(0, 0x47 ^ 1));
-  BOOST_TEST(with(4, 9) == "frame of wire version 9, this rank speaks " +
-                               std::to_string(wire_version));
+  BOOST_TEST(with(4, 9) ==
+             "frame of wire version 9, this rank speaks " + std::to_string(wire_version));
   BOOST_TEST(with(6, 0) == "unknown frame type 0");
   BOOST_TEST(bool(decode_frame_header(encoded(frame_header{}))));
   BOOST_TEST(with(6, 4).empty());  // status_query
@@ -140,8 +140,8 @@ BOOST_AUTO_TEST_CASE(hello_is_checked_for_magic_version_kind_and_family) {
     return decode_hello(c).error;
   };
   BOOST_TEST(with(0, 0) == "not a gcl peer (wrong magic)");
-  BOOST_TEST(with(4, 9) == "speaks gcl wire version 9, this rank speaks " +
-                               std::to_string(wire_version));
+  BOOST_TEST(with(4, 9) ==
+             "speaks gcl wire version 9, this rank speaks " + std::to_string(wire_version));
   BOOST_TEST(with(6, 3) == "unknown hello kind 3");
   BOOST_TEST(with(7, 5) == "address family 5 (neither 4 nor 6)");
   std::array<std::byte, 8> garbage{std::byte{'g'}, std::byte{'a'}};

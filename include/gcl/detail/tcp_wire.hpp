@@ -212,9 +212,9 @@ inline decoded<status_fields> decode_status(frame_header const& h, int world_siz
                                         std::to_string(h.length) + " bytes (it carries none)");
   std::uint32_t const plus_one = h.tag >> 1;  // < 2^31: fits an int with room for - 1
   if (world_size < 1 || plus_one > static_cast<std::uint32_t>(world_size))
-    return refused_bytes<status_fields>(
-        "a status reply that says its rank waits for rank " + std::to_string(plus_one - 1) +
-        " (the job has " + std::to_string(world_size) + " ranks)");
+    return refused_bytes<status_fields>("a status reply that says its rank waits for rank " +
+                                        std::to_string(plus_one - 1) + " (the job has " +
+                                        std::to_string(world_size) + " ranks)");
   decoded<status_fields> d;
   d.value.in_call = (h.tag & 1u) != 0;
   d.value.waiting_for = static_cast<int>(plus_one) - 1;
