@@ -8,6 +8,7 @@
 #include <chrono>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 using gcl::inproc_transport;
@@ -49,39 +50,35 @@ BOOST_AUTO_TEST_CASE(results_of_a_move_only_type) {
   BOOST_TEST(*out[2] == 20);
 }
 
-// The throwing rank records when it threw; spawn must have rethrown well within a second of it,
-// although every other rank is blocked in recv with a 60 s timeout.
-BOOST_AUTO_TEST_CASE(a_throwing_rank_releases_ranks_blocked_in_recv_promptly) {
+// Every other rank is blocked in recv with a 60 s timeout when one rank throws: spawn must
+// rethrow the thrower's error, and every blocked rank must have been released by the abort
+// (errc::aborted naming the failed rank and its error), not by its own timeout (errc::timeout).
+// What is asserted is who reported what, never how fast: a loaded machine cannot break it.
+BOOST_AUTO_TEST_CASE(a_throwing_rank_releases_ranks_blocked_in_recv_by_abort) {
   for (int n : {2, 4, 8}) {
-    std::atomic<std::chrono::steady_clock::rep> thrown_at{0};
-    std::atomic<int> aborted{0};
+    // What each rank's recv threw; each rank writes only its own slot (Boost.Test's assertions
+    // are not thread-safe, so the main thread checks them after spawn).
+    std::vector<std::string> seen(static_cast<std::size_t>(n));
     auto f = [&](auto& comm) {
       if (comm.rank() == n - 1) {
-        std::this_thread::sleep_for(50ms);  // let the others block first
-        thrown_at = std::chrono::steady_clock::now().time_since_epoch().count();
-        throw std::runtime_error("boom");
+        std::this_thread::sleep_for(50ms);  // most likely the others block first; either way
+        throw std::runtime_error("boom");   // they must see the abort
       }
       try {
         comm.template recv<int>(n - 1);
       } catch (gcl::transport_error const& e) {
-        if (e.code() == gcl::errc::aborted &&
-            contains(e.what(), "rank " + std::to_string(n - 1) + " failed: boom"))
-          ++aborted;
+        seen[comm.rank()] =
+            (e.code() == gcl::errc::aborted ? "aborted: " : "other: ") + std::string(e.what());
         throw;
       }
     };
-    try {
-      gcl::spawn<inproc_transport>(n, f, {.timeout = 60s});
-      BOOST_FAIL("spawn returned although a rank threw");
-    } catch (std::runtime_error const& e) {
-      auto now = std::chrono::steady_clock::now().time_since_epoch().count();
-      auto elapsed = std::chrono::steady_clock::duration(now - thrown_at.load());
-      BOOST_TEST(std::string(e.what()) == "boom");
-      double ms = std::chrono::duration_cast<std::chrono::microseconds>(elapsed).count() / 1000.0;
-      BOOST_TEST_MESSAGE("n=" << n << ": rethrown " << ms << " ms after the throw");
-      BOOST_TEST((elapsed < 1s));  // the others' timeout is 60 s: only abort can explain this
+    BOOST_CHECK_EXCEPTION(gcl::spawn<inproc_transport>(n, f, {.timeout = 60s}), std::runtime_error,
+                          [](auto const& e) { return std::string(e.what()) == "boom"; });
+    std::string const cause = "rank " + std::to_string(n - 1) + " failed: boom";
+    for (int r = 0; r < n - 1; ++r) {
+      BOOST_TEST(seen[r].starts_with("aborted: "), "n=" << n << " rank " << r << ": " << seen[r]);
+      BOOST_TEST(contains(seen[r], cause), "n=" << n << " rank " << r << ": " << seen[r]);
     }
-    BOOST_TEST(aborted.load() == n - 1);  // every blocked rank saw errc::aborted naming the cause
   }
 }
 
@@ -135,11 +132,12 @@ BOOST_AUTO_TEST_CASE(fewer_than_one_rank_is_a_usage_error) {
 }
 
 BOOST_AUTO_TEST_CASE(options_reach_the_transport) {
-  auto start = std::chrono::steady_clock::now();
+  // The error names the configured 150 ms: the default timeout would name its own value. (No
+  // bound on how long it took: the text already proves which timeout fired.)
   BOOST_CHECK_EXCEPTION(gcl::spawn<inproc_transport>(
                             1, [](auto& comm) { comm.template recv<int>(0); }, {.timeout = 150ms}),
                         gcl::transport_error, [](auto const& e) {
+                          BOOST_TEST_MESSAGE(e.what());
                           return e.code() == gcl::errc::timeout && contains(e.what(), "150 ms");
                         });
-  BOOST_TEST((std::chrono::steady_clock::now() - start < 20s));  // not the 30 s default
 }
