@@ -27,8 +27,7 @@ extern "C" int LLVMFuzzerTestOneInput(std::uint8_t const* data, std::size_t size
   GCL_FUZZ_CHECK(r.text.size() < reply_text_room);
   for (char c : r.text) GCL_FUZZ_CHECK(static_cast<unsigned char>(c) >= 0x20 && c != 0x7f);
 
-  std::array<std::byte, reply_size> out{};
-  encode_reply(out.data(), r.status, r.text);
+  std::array<std::byte, reply_size> const out = encode_reply(r.status, r.text);
   auto again = decode_reply(out);
   GCL_FUZZ_CHECK(again && again.value.status == r.status && again.value.text == r.text);
   return 0;

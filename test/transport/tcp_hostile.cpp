@@ -233,9 +233,8 @@ std::optional<gcl::transport_error> rank_1_hears(std::vector<std::byte> const& a
 }
 
 std::vector<std::byte> reply(std::uint32_t status, std::string const& text) {
-  std::vector<std::byte> b(wire::reply_size);
-  wire::encode_reply(b.data(), status, text);
-  return b;
+  auto const r = wire::encode_reply(status, text);
+  return std::vector<std::byte>(r.begin(), r.end());
 }
 
 }  // namespace

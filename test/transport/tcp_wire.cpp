@@ -38,9 +38,7 @@ frame_header all_reduce_header(std::uint64_t count, std::uint64_t length) {
 }
 
 std::array<std::byte, reply_size> reply_bytes(std::uint32_t status, std::string const& text) {
-  std::array<std::byte, reply_size> b{};
-  encode_reply(b.data(), status, text);
-  return b;
+  return encode_reply(status, text);
 }
 
 }  // namespace

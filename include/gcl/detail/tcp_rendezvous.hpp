@@ -377,7 +377,7 @@ class tcp_rendezvous : public std::enable_shared_from_this<tcp_rendezvous> {
   }
 
   void reply_and_close(std::shared_ptr<conn> c, errc code, std::string const& why) {
-    encode_reply(c->buf.data(), static_cast<std::uint32_t>(code), why);
+    c->buf = encode_reply(static_cast<std::uint32_t>(code), why);
     asio::async_write(c->socket, asio::buffer(c->buf.data(), reply_size),
                       [c](boost::system::error_code ec, std::size_t) { c->socket.close(ec); });
   }
@@ -409,7 +409,7 @@ class tcp_rendezvous : public std::enable_shared_from_this<tcp_rendezvous> {
       return;
     }
     claimed_.insert(h.rank);
-    encode_reply(c->buf.data(), 0, "");
+    c->buf = encode_reply(0, "");
     asio::async_write(c->socket, asio::buffer(c->buf.data(), reply_size),
                       [self = shared_from_this(), c, r = h.rank, from](boost::system::error_code ec,
                                                                        std::size_t) {
@@ -427,7 +427,7 @@ class tcp_rendezvous : public std::enable_shared_from_this<tcp_rendezvous> {
   // fit in any socket buffer, so this takes no time unless the network is gone.
   void tell_joined(errc code, std::string const& why) {
     auto out = std::make_shared<std::array<std::byte, reply_size>>();
-    encode_reply(out->data(), static_cast<std::uint32_t>(code), why);
+    *out = encode_reply(static_cast<std::uint32_t>(code), why);
     auto pending = std::make_shared<int>(0);
     for (int r = 1; r < o_.size; ++r) {
       if (!peers_[r]) continue;
@@ -460,7 +460,7 @@ class tcp_rendezvous : public std::enable_shared_from_this<tcp_rendezvous> {
       }
     }
     auto bytes = std::make_shared<std::vector<std::byte>>(reply_size + table_entry_size * o_.size);
-    encode_reply(bytes->data(), 0, "");
+    std::ranges::copy(encode_reply(0, ""), bytes->begin());
     encode_table(bytes->data() + reply_size, entries);
     for (int r = 1; r < o_.size; ++r)
       asio::async_write(

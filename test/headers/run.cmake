@@ -1,0 +1,62 @@
+# Drives the header check (test/headers/CMakeLists.txt) from ctest for one compiler:
+#   cmake -DCOMPILER=g++|clang++ -DSOURCE_DIR=... -DWORK_DIR=... -DGENERATOR=... -DWITH_TCP=ON|OFF
+#         [-DJOBS=2] -P run.cmake
+# Configures the sub-project with that compiler in WORK_DIR and builds every header's TU at -O2
+# and -O3, going on past failures so that the output names every header that fails. A compiler
+# that is not installed prints "GCL_SKIP: ..." (the test is then reported as skipped).
+cmake_minimum_required(VERSION 3.25)
+foreach(v COMPILER SOURCE_DIR WORK_DIR GENERATOR WITH_TCP)
+  if(NOT DEFINED ${v})
+    message(FATAL_ERROR "run.cmake: -D${v}=... is required")
+  endif()
+endforeach()
+if(NOT DEFINED JOBS)
+  set(JOBS 2)
+endif()
+
+find_program(_cxx NAMES ${COMPILER} NO_CACHE)
+if(NOT _cxx)
+  message("GCL_SKIP: ${COMPILER} is not installed (scripts/packages.sh installs it), so the "
+          "headers were not checked with it")
+  return()
+endif()
+
+set(_bin ${WORK_DIR}/${COMPILER})
+file(REMOVE_RECURSE ${_bin})
+# Exactly the flags of test/headers/CMakeLists.txt: none from the environment or a build type.
+unset(ENV{CXXFLAGS})
+unset(ENV{CPPFLAGS})
+execute_process(
+  COMMAND ${CMAKE_COMMAND} -S ${SOURCE_DIR}/test/headers -B ${_bin} -G "${GENERATOR}"
+          -DCMAKE_CXX_COMPILER=${_cxx} -DCMAKE_BUILD_TYPE= -DGCL_INCLUDE_DIR=${SOURCE_DIR}/include
+          -DGCL_WITH_TCP=${WITH_TCP}
+  RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "configuring the header check with ${_cxx} failed (${rc})")
+endif()
+
+# Keep going after a failing TU: every failing header is listed, not only the first.
+if(GENERATOR MATCHES "Ninja")
+  set(_keep_going -k 0)
+else()
+  set(_keep_going -k)
+endif()
+execute_process(COMMAND ${CMAKE_COMMAND} --build ${_bin} -j ${JOBS} -- ${_keep_going}
+                RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  # Which TUs have no object file: their headers are the failing ones.
+  file(GLOB _tus RELATIVE ${_bin}/tu ${_bin}/tu/*.cpp)
+  set(_failed)
+  foreach(level O2 O3)
+    foreach(tu ${_tus})
+      if(NOT EXISTS ${_bin}/CMakeFiles/headers_${level}.dir/tu/${tu}.o)
+        list(APPEND _failed "${tu} (-${level})")
+      endif()
+    endforeach()
+  endforeach()
+  string(REPLACE ";" "\n  " _failed "${_failed}")
+  message(FATAL_ERROR "GCL_HEADERS_FAILED with ${_cxx}: these headers do not compile alone "
+                      "warning-free (TU name = header path with / and . as _):\n  ${_failed}")
+endif()
+message("GCL_HEADERS_OK: every header compiles alone with ${_cxx} at -O2 and -O3, "
+        "-Wall -Wextra -Wpedantic -Werror")
