@@ -8,6 +8,7 @@
 GCL_PACKAGES=(
   cmake              # 3.25: the build
   g++                # 12: C++20
+  clang              # 14: the header test compiles every public header with clang++ too
   make
   pkg-config         # the pkg-config consumer test
   libboost-dev       # Boost.Asio: gcl::tcp (header-only)

@@ -54,9 +54,15 @@ if(NOT rc EQUAL 0)
       endif()
     endforeach()
   endforeach()
+  foreach(level O2 O3)
+    if(EXISTS ${_bin}/tu/all_headers.cpp
+       AND NOT EXISTS ${_bin}/CMakeFiles/headers_inline_${level}.dir/tu/all_headers.cpp.o)
+      list(APPEND _failed "all_headers.cpp (every header at once, -${level} -fkeep-inline-functions)")
+    endif()
+  endforeach()
   string(REPLACE ";" "\n  " _failed "${_failed}")
   message(FATAL_ERROR "GCL_HEADERS_FAILED with ${_cxx}: these headers do not compile alone "
                       "warning-free (TU name = header path with / and . as _):\n  ${_failed}")
 endif()
 message("GCL_HEADERS_OK: every header compiles alone with ${_cxx} at -O2 and -O3, "
-        "-Wall -Wextra -Wpedantic -Werror")
+        "-Wall -Wextra -Wpedantic -Werror (GCC: also every inline function, in one TU)")
