@@ -1,14 +1,19 @@
 #!/usr/bin/env bash
 # gcl's test suite, from a fresh Debian 12 machine: installs the packages it needs (apt-get,
-# only what is missing), then builds and runs ctest twice:
-#   1. build-test/  the whole project (library tests, consumer tests, examples, benchmarks' and
-#                   trainer's smoke tests)
+# only what is missing), then builds and runs ctest three times:
+#   1. build-test/  the whole project (library tests, consumer and header tests, examples,
+#                   benchmarks' and trainer's smoke tests)
 #   2. build-tsan/  the library's tests again under ThreadSanitizer (-fsanitize=thread), without
 #                   examples, benchmarks and trainer; any race report fails the test.
+#   3. build-asan/  the library's tests again under AddressSanitizer and UndefinedBehaviorSanitizer
+#                   (-fsanitize=address,undefined), same exclusions; any report (memory error,
+#                   leak, undefined behaviour) fails the test.
+# The sanitizer builds leave out what does not depend on their flags (consumer, header and
+# compile-fail tests, which run their own compilers) and what they would only duplicate.
 # Prints ctest's summary of each and exits non-zero if anything failed.
 #
-#   scripts/test.sh                 # both
-#   GCL_SKIP_TSAN=1 scripts/test.sh # only the first
+#   scripts/test.sh                                 # all three
+#   GCL_SKIP_TSAN=1 GCL_SKIP_ASAN=1 scripts/test.sh # only the first
 #   GCL_BUILD_TYPE=Debug scripts/test.sh
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -64,11 +69,23 @@ if [[ -z "${GCL_SKIP_TSAN:-}" ]]; then
     -DGCL_BUILD_EXAMPLES=OFF -DGCL_BUILD_BENCHMARKS=OFF -DGCL_BUILD_TRAINER=OFF
 fi
 
+if [[ -z "${GCL_SKIP_ASAN:-}" ]]; then
+  # halt_on_error (both): the first report ends the program with an error, so ctest sees a
+  # failure (UBSan would otherwise print and go on; the build also passes
+  # -fno-sanitize-recover=all). detect_leaks: a leak fails the test at exit.
+  export ASAN_OPTIONS="halt_on_error=1 detect_leaks=1 ${ASAN_OPTIONS:-}"
+  export UBSAN_OPTIONS="halt_on_error=1 print_stacktrace=1 ${UBSAN_OPTIONS:-}"
+  # The same timing-dependent launch tests as under TSan are left to the default build.
+  suite "address+ub-sanitizer" "$repo/build-asan" "^transport_tcp_(launch|netns)$" \
+    -DGCL_SANITIZE=address,undefined \
+    -DGCL_BUILD_EXAMPLES=OFF -DGCL_BUILD_BENCHMARKS=OFF -DGCL_BUILD_TRAINER=OFF
+fi
+
 printf '\n== summary (wall time %d s)\n' $((SECONDS - start))
 printf '%s\n' "${timings[@]}"
 if ((status != 0)); then
   echo "FAILED: see the ctest output above"
 fi
-# One plain line with the totals of both suites, for whoever reads only the last line.
+# One plain line with the totals of all suites, for whoever reads only the last line.
 echo "tests: $total_passed passed, $total_failed failed"
 exit "$status"
