@@ -21,14 +21,18 @@ export GCL_WORKER_DIR=$dir
 for count in 64 262144; do
   echo "== SIGSTOP rank 2 of 4 in an all_reduce loop of $count floats"
   rm -f "$dir"/*.pid
-  # --grace: long enough for every survivor to fail on its own before gcl-launch stops the rest.
-  "$launch" -n 4 --timeout 3 --grace 15 -- "$worker" loop 100000000 "$count" >"$dir/out" 2>&1 &
+  # --grace: how long after the first survivor fails gcl-launch lets the others fail on their
+  # own before it stops the rest (and says that rank 2 was stopped). It is what the stopped rank
+  # makes each run last, and the one time bound here: 10x the ranks' 3 s timeout, so that only a
+  # survivor that does not fail by itself, not a loaded machine or a sanitizer, can exceed it.
+  "$launch" -n 4 --timeout 3 --grace 30 -- "$worker" loop 100000000 "$count" >"$dir/out" 2>&1 &
   launcher=$!
-  for _ in $(seq 300); do
-    [[ -s "$dir/0.pid" && -s "$dir/1.pid" && -s "$dir/2.pid" && -s "$dir/3.pid" ]] && break
+  started() { [[ -s "$dir/0.pid" && -s "$dir/1.pid" && -s "$dir/2.pid" && -s "$dir/3.pid" ]]; }
+  for _ in $(seq 600); do
+    started && break
     sleep 0.1
   done
-  [[ -s "$dir/2.pid" ]] || { kill $launcher; fail "the ranks did not start"; }
+  started || { kill $launcher; fail "the ranks did not start"; }
   sleep 0.5
   stopped=$(cat "$dir/2.pid")
   kill -STOP "$stopped"

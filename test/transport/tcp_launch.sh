@@ -45,11 +45,11 @@ grep -q "gcl-launch: rank 2 was killed by SIGKILL" "$dir/out" || fail "gcl-launc
 ! grep -q "gcl-launch: stopping the ranks still running" "$dir/out" || fail "gcl-launch had to stop ranks that did not notice the dead rank"
 for r in 0 1 3; do
   grep -q "gcl-launch: rank $r exited with code 1" "$dir/out" || fail "rank $r did not exit with code 1"
-  line=$(grep "^\[$r\] rank $r: " "$dir/out" | grep -v started)
+  line=$(grep "^\[$r\] rank $r: " "$dir/out" | grep -v ": started$")
   [[ $line == *"rank 2"* ]] || fail "rank $r's error does not name rank 2"
   [[ $line != *"timed out"* ]] || fail "rank $r was released by its timeout, not by the dead rank's closed connection"
 done
-grep "^\[[013]\] rank" "$dir/out" | grep -v started
+grep "^\[[013]\] rank" "$dir/out" | grep -v ": started$"
 
 echo "== 3. strangers on rank 0's port during a job"
 unset GCL_WORKER_DIR
