@@ -75,9 +75,11 @@ if [[ -z "${GCL_SKIP_ASAN:-}" ]]; then
   # -fno-sanitize-recover=all). detect_leaks: a leak fails the test at exit.
   export ASAN_OPTIONS="halt_on_error=1 detect_leaks=1 ${ASAN_OPTIONS:-}"
   export UBSAN_OPTIONS="halt_on_error=1 print_stacktrace=1 ${UBSAN_OPTIONS:-}"
-  # The same timing-dependent launch tests as under TSan are left to the default build.
+  # The same timing-dependent launch tests as under TSan are left to the default build. -O1
+  # (AddressSanitizer's advice) instead of RelWithDebInfo's -O2 finds the same errors and cuts
+  # the build's compile time by a third (e.g. test/transport/tcp.cpp: 42 s instead of 68 s).
   suite "address+ub-sanitizer" "$repo/build-asan" "^transport_tcp_(launch|netns)$" \
-    -DGCL_SANITIZE=address,undefined \
+    -DGCL_SANITIZE=address,undefined -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g -DNDEBUG" \
     -DGCL_BUILD_EXAMPLES=OFF -DGCL_BUILD_BENCHMARKS=OFF -DGCL_BUILD_TRAINER=OFF
 fi
 
