@@ -852,6 +852,13 @@ class tcp_impl {
     });
     guard_.reset();
     thread_.join();
+    // io_.stop() can leave frames queued whose write handlers never ran (a status query posted
+    // just before the closes): nothing will run again, so free the owned ones here.
+    for (auto& p : peers_) {
+      for (auto* w : p.writes)
+        if (w->owned) delete w;
+      p.writes.clear();
+    }
     report_unreported();
   }
 
