@@ -11,14 +11,7 @@ foreach(v STEP SOURCE_DIR BUILD_DIR PREFIX WORK_DIR)
   endif()
 endforeach()
 
-function(run)
-  string(REPLACE ";" " " _shown "${ARGN}")
-  message(STATUS "+ ${_shown}")
-  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc)
-  if(NOT rc EQUAL 0)
-    message(FATAL_ERROR "failed (${rc}): ${_shown}")
-  endif()
-endfunction()
+include(${CMAKE_CURRENT_LIST_DIR}/../support/run_command.cmake)
 
 set(_configure_args -G "${GENERATOR}" -DCMAKE_CXX_COMPILER=${CXX} -DCMAKE_BUILD_TYPE=Release)
 
