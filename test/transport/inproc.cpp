@@ -1,6 +1,8 @@
 #define BOOST_TEST_MODULE transport_inproc
 #include <boost/test/unit_test.hpp>
 
+#include "../support/rank_checks.hpp"
+
 #include <gcl/communicator.hpp>
 #include <gcl/spawn.hpp>
 #include <gcl/transport/inproc.hpp>
@@ -62,7 +64,7 @@ BOOST_AUTO_TEST_CASE(fifo_per_source_and_tag_with_interleaved_tags_and_sizes) {
           for (std::uint32_t i = tg; i < 200; i += 3) {
             std::vector<std::uint32_t> v(i % 17 + static_cast<std::size_t>(src));
             t.recv(src, gcl::tag{tg}, wbytes(v));
-            BOOST_TEST_REQUIRE((v == pattern(v.size(), i)));
+            RANK_TEST_REQUIRE((v == pattern(v.size(), i)));
           }
     }
   });
@@ -77,11 +79,11 @@ BOOST_AUTO_TEST_CASE(send_to_self) {
     std::vector<std::uint32_t> ra(1000), rb(3);
     t.recv(t.rank(), gcl::tag{4}, wbytes(ra));
     t.recv(t.rank(), gcl::tag{4}, wbytes(rb));
-    BOOST_TEST((ra == a));
-    BOOST_TEST((rb == b));
+    RANK_TEST((ra == a));
+    RANK_TEST((rb == b));
     std::uint64_t x = 0;
     comm.sendrecv(comm.rank(), std::uint64_t{77}, comm.rank(), x);
-    BOOST_TEST(x == 77u);
+    RANK_TEST(x == 77u);
   });
 }
 
@@ -93,7 +95,10 @@ BOOST_AUTO_TEST_CASE(empty_messages) {
       comm.send(1, 5);
     } else {
       comm.recv(0, none);
-      BOOST_TEST(comm.template recv<int>(0) == 5);
+      {
+        auto const got = comm.template recv<int>(0);
+        RANK_TEST(got == 5);
+      }
     }
   });
 }
@@ -110,7 +115,7 @@ BOOST_AUTO_TEST_CASE(eager_all_send_then_all_recv_64_MiB) {
       for (int d = 1; d < p; ++d) {
         int src = (comm.rank() + p - d) % p;
         comm.recv(src, in);
-        BOOST_TEST_REQUIRE((in == pattern(n, static_cast<std::uint32_t>(src))));
+        RANK_TEST_REQUIRE((in == pattern(n, static_cast<std::uint32_t>(src))));
       }
     });
   }
@@ -137,28 +142,31 @@ BOOST_AUTO_TEST_CASE(irecv_then_test_until_done) {
   for (bool message_first : {false, true}) {
     gcl::spawn<inproc_transport>(2, [message_first](auto& comm) {
       if (comm.rank() == 0) {
-        if (!message_first)
-          BOOST_TEST(comm.template recv<int>(1, gcl::tag{2}) == 1);  // wait: irecv posted
+        if (!message_first) {
+          auto const got = comm.template recv<int>(1, gcl::tag{2});
+          RANK_TEST(got == 1);
+        }  // wait: irecv posted
         comm.send(1, pattern(100, 5), gcl::tag{1});
         if (message_first) comm.send(1, 1, gcl::tag{2});
       } else {
         std::vector<std::uint32_t> v(100);
-        if (message_first)
-          BOOST_TEST(comm.template recv<int>(0, gcl::tag{2}) == 1);  // the data is queued
+        if (message_first) {
+          auto const got = comm.template recv<int>(0, gcl::tag{2});
+          RANK_TEST(got == 1);
+        }  // the data is queued
         auto r = comm.irecv(0, v, gcl::tag{1});
         if (!message_first) {
-          BOOST_TEST(!r.test());  // nobody has sent yet
+          RANK_TEST(!r.test());  // nobody has sent yet
           comm.send(0, 1, gcl::tag{2});
         }
         // A hang guard, not a speed bound: the message is in memory already or microseconds
         // away, so only a request that never completes can reach it, however loaded the machine.
         auto deadline = std::chrono::steady_clock::now() + 120s;
         while (!r.test()) {
-          BOOST_TEST_REQUIRE((std::chrono::steady_clock::now() < deadline),
-                             "irecv never completed");
+          RANK_TEST_REQUIRE((std::chrono::steady_clock::now() < deadline), "irecv never completed");
           std::this_thread::yield();
         }
-        BOOST_TEST((v == pattern(100, 5)));
+        RANK_TEST((v == pattern(100, 5)));
         r.wait();  // a completed request may be waited on again
       }
     });
@@ -174,7 +182,7 @@ BOOST_AUTO_TEST_CASE(irecv_requests_complete_in_any_wait_order) {
       std::vector<typename std::remove_reference_t<decltype(comm)>::request> reqs;
       for (auto& b : bufs) reqs.push_back(comm.irecv(0, b));
       for (int i = 7; i >= 0; --i) reqs[i].wait();
-      for (std::uint32_t i = 0; i < 8; ++i) BOOST_TEST((bufs[i] == pattern(10, i)));
+      for (std::uint32_t i = 0; i < 8; ++i) RANK_TEST((bufs[i] == pattern(10, i)));
     }
   });
 }
@@ -187,7 +195,10 @@ BOOST_AUTO_TEST_CASE(a_dropped_irecv_is_withdrawn) {
         auto r = comm.irecv(0, lost);
       }  // destroyed unfinished: the next message must not land in `lost`
       comm.send(0, 0);
-      BOOST_TEST(comm.template recv<int>(0) == 123);
+      {
+        auto const got = comm.template recv<int>(0);
+        RANK_TEST(got == 123);
+      }
     } else {
       comm.template recv<int>(1);
       comm.send(1, 123);

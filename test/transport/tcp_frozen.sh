@@ -25,7 +25,7 @@ for count in 64 262144; do
   # own before it stops the rest (and says that rank 2 was stopped). It is what the stopped rank
   # makes each run last, and the one time bound here: 10x the ranks' 3 s timeout, so that only a
   # survivor that does not fail by itself, not a loaded machine or a sanitizer, can exceed it.
-  "$launch" -n 4 --timeout 3 --grace 30 -- "$worker" loop 100000000 "$count" >"$dir/out" 2>&1 &
+  "$launch" -n 4 --timeout 3 --grace 15 -- "$worker" loop 100000000 "$count" >"$dir/out" 2>&1 &
   launcher=$!
   started() { [[ -s "$dir/0.pid" && -s "$dir/1.pid" && -s "$dir/2.pid" && -s "$dir/3.pid" ]]; }
   for _ in $(seq 600); do
