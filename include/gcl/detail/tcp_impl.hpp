@@ -465,6 +465,10 @@ class tcp_impl {
   // also send the reason to every peer, so that ranks waiting on us fail now, not at timeout.
   void poison(errc code, std::string const& what, bool tell) {
     if (poisoned_) return;
+    // After the group's abort (spawn: a rank threw), peers close their connections as they
+    // fail: a lost peer is then a consequence, and the abort, which every call reports, is the
+    // cause.
+    if (code == errc::peer_closed && abort_->aborted.load(std::memory_order_acquire)) return;
     poisoned_ = true;
     poison_code_ = code;
     poison_what_ = what;
