@@ -37,8 +37,8 @@ BOOST_AUTO_TEST_CASE(a_message_is_judged_against_the_receivers_own_call) {
   BOOST_TEST((p.check(call(call_kind::broadcast, 1, 0)) == verdict::conflict));
   BOOST_TEST((p.check(call(call_kind::all_reduce, 2)) == verdict::ahead));
   BOOST_TEST((p.check(call_info{}) == verdict::fine));  // point-to-point: not a collective's
-  p.set(call_info{});                                    // the collective returned
-  BOOST_TEST((p.check(first) == verdict::stale));        // finished without reading it
+  p.set(call_info{});                                   // the collective returned
+  BOOST_TEST((p.check(first) == verdict::stale));       // finished without reading it
   auto text = p.disagreement(0, 1, call(call_kind::all_reduce, 1));
   BOOST_TEST(contains(text, "finished it without receiving rank 1's message"), text);
 }

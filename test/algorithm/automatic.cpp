@@ -255,7 +255,7 @@ BOOST_AUTO_TEST_CASE(a_real_race_lasts_at_least_min_race_seconds) {
   double longest = 0;
   for (int r = 0; r < 3; ++r) {
     BOOST_TEST_INFO("rank " << r);
-    BOOST_TEST_REQUIRE(out[r].races == 1u);  // one shape, one automatic: one race
+    BOOST_TEST_REQUIRE(out[r].races == 1u);    // one shape, one automatic: one race
     BOOST_TEST(out[r].calls == out[0].calls);  // every rank settles on the same call
     BOOST_TEST(out[r].calls < 1000000);
     BOOST_TEST((out[r].seconds == out[0].seconds));  // on the same agreed times

@@ -72,8 +72,8 @@ int main() {
             try {
               comm.template recv<int>((comm.rank() + 1) % comm.size());
             } catch (gcl::transport_error const& e) {
-              seen[comm.rank()] =
-                  (e.code() == gcl::errc::aborted ? "aborted: " : "other: ") + std::string(e.what());
+              seen[comm.rank()] = (e.code() == gcl::errc::aborted ? "aborted: " : "other: ") +
+                                  std::string(e.what());
               throw;
             }
           },

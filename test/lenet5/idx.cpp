@@ -130,7 +130,7 @@ BOOST_AUTO_TEST_CASE(dimensions_that_overflow_with_the_header) {
   write(d.path / "x", header_only({65535u, 42009217u, 6700417u}));
   auto e = error_of([&] { lenet5::read_idx(d.path / "x", 3); });
   BOOST_TEST(contains(e, (d.path / "x").string() + ": dimensions 65535 x 42009217 x 6700417 "
-                                                  "describe more bytes than any file can hold"),
+                                                   "describe more bytes than any file can hold"),
              e);
   // One more than fits, by a dimension that overflows only at the last product.
   write(d.path / "y", header_only({4294967295u, 4294967295u, 2u}));
@@ -179,7 +179,7 @@ BOOST_AUTO_TEST_CASE(trailing_bytes) {
   write(d.path / "x", b);
   auto e = error_of([&] { lenet5::read_idx(d.path / "x", 1); });
   BOOST_TEST(contains(e, (d.path / "x").string() + ": trailing bytes: expected 11 bytes, found "
-                                                  "12 bytes (8 of header, then 3 of data)"),
+                                                   "12 bytes (8 of header, then 3 of data)"),
              e);
 }
 

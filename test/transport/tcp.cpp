@@ -237,30 +237,29 @@ BOOST_AUTO_TEST_CASE(a_throwing_rank_aborts_the_others_through_spawn) {
   // other rank, so that none of them can still be connecting (outside the checked code) when
   // the abort comes, however slowly a loaded machine starts them.
   std::vector<std::string> seen(4);  // each rank writes only its own slot
-  BOOST_CHECK_EXCEPTION(gcl::spawn<tcp_transport>(
-                            4,
-                            [&](auto& comm) {
-                              if (comm.rank() == 2) {
-                                for (int r : {0, 1, 3}) comm.template recv<int>(r);
-                                throw std::runtime_error("rank 2 gives up");
-                              }
-                              try {
-                                int x = comm.rank();
-                                comm.send(2, x);
-                                comm.recv(2, x);
-                              } catch (gcl::transport_error const& e) {
-                                seen[comm.rank()] = std::string(e.code() == gcl::errc::aborted
-                                                                    ? "aborted|"
-                                                                    : "other|") +
-                                                    e.what();
-                                throw;
-                              }
-                            },
-                            quick(60s)),
-                        std::runtime_error, [](auto const& e) {
-                          BOOST_TEST_MESSAGE(e.what());
-                          return std::string(e.what()) == "rank 2 gives up";
-                        });
+  BOOST_CHECK_EXCEPTION(
+      gcl::spawn<tcp_transport>(
+          4,
+          [&](auto& comm) {
+            if (comm.rank() == 2) {
+              for (int r : {0, 1, 3}) comm.template recv<int>(r);
+              throw std::runtime_error("rank 2 gives up");
+            }
+            try {
+              int x = comm.rank();
+              comm.send(2, x);
+              comm.recv(2, x);
+            } catch (gcl::transport_error const& e) {
+              seen[comm.rank()] =
+                  std::string(e.code() == gcl::errc::aborted ? "aborted|" : "other|") + e.what();
+              throw;
+            }
+          },
+          quick(60s)),
+      std::runtime_error, [](auto const& e) {
+        BOOST_TEST_MESSAGE(e.what());
+        return std::string(e.what()) == "rank 2 gives up";
+      });
   for (int r : {0, 1, 3}) {
     BOOST_TEST_MESSAGE("rank " << r << ": " << seen[r]);
     BOOST_TEST(seen[r].starts_with("aborted|"), "rank " << r << ": " << seen[r]);

@@ -78,13 +78,13 @@ class call_progress {
   std::string ended_disagreement(int me, int peer, call_info const& last) const {
     if (started_ == 0 || last.sequence > started_) return {};
     auto const& mine = recent_[started_ % recent_.size()];
-    if (last.sequence == started_) return last == mine ? std::string() : two_calls(peer, last, me, mine);
-    return "collective #" + std::to_string(started_) + ": rank " + std::to_string(me) +
-           " called " + describe(mine) + ", but rank " + std::to_string(peer) +
-           " ended its job after " +
-           (last.sequence == 0 ? std::string("calling no collective")
-                               : "collective #" + std::to_string(last.sequence) + " (" +
-                                     describe(last) + ")");
+    if (last.sequence == started_)
+      return last == mine ? std::string() : two_calls(peer, last, me, mine);
+    return "collective #" + std::to_string(started_) + ": rank " + std::to_string(me) + " called " +
+           describe(mine) + ", but rank " + std::to_string(peer) + " ended its job after " +
+           (last.sequence == 0
+                ? std::string("calling no collective")
+                : "collective #" + std::to_string(last.sequence) + " (" + describe(last) + ")");
   }
 
   /// The message for a `conflict` or `stale` verdict: both ranks and both calls.
@@ -112,11 +112,11 @@ class call_progress {
 /// One rank's answer to "where are you?", for timeout messages.
 struct rank_status {
   int rank = 0;
-  bool answered = false;       // false: it did not answer (stopped, hung, or gone)
-  std::uint64_t started = 0;   // its last collective begun
-  bool in_call = false;        // still inside it
-  int waiting_for = -1;        // the rank it is blocked on, -1 if none
-  call_info call;              // its collective #started, if any
+  bool answered = false;      // false: it did not answer (stopped, hung, or gone)
+  std::uint64_t started = 0;  // its last collective begun
+  bool in_call = false;       // still inside it
+  int waiting_for = -1;       // the rank it is blocked on, -1 if none
+  call_info call;             // its collective #started, if any
 };
 
 /// "rank 2 has not started all_reduce #10 (its last collective is #9); ranks 0, 1 and 3 are
@@ -154,9 +154,9 @@ inline std::string describe_stall(call_info mine, std::vector<rank_status> const
   std::vector<std::string> parts;
   for (std::size_t i = 0; i < behind.size(); ++i)
     parts.push_back("rank " + std::to_string(behind[i]) + " has not started " + what +
-                    (behind_at[i] == 0 ? " (it has started no collective)"
-                                       : " (its last collective is #" +
-                                             std::to_string(behind_at[i]) + ")"));
+                    (behind_at[i] == 0
+                         ? " (it has started no collective)"
+                         : " (its last collective is #" + std::to_string(behind_at[i]) + ")"));
   if (!silent.empty())
     parts.push_back(list(silent) + (silent.size() == 1 ? " does" : " do") +
                     " not answer (stopped, hung, or gone)");

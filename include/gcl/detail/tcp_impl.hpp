@@ -391,7 +391,8 @@ class tcp_impl {
   // not started all_reduce #10 ...; ranks 0, 1 and 3 are waiting in it" -- for a timeout.
   std::string stall_report(std::unique_lock<std::mutex>& lock) {
     request_status();
-    changed_.wait_for(lock, std::min<std::chrono::milliseconds>(o_.timeout, std::chrono::seconds(1)),
+    changed_.wait_for(lock,
+                      std::min<std::chrono::milliseconds>(o_.timeout, std::chrono::seconds(1)),
                       [&] { return all_answered(); });
     std::vector<rank_status> all;
     for (int r = 0; r < o_.size; ++r) {
@@ -843,7 +844,8 @@ class tcp_impl {
       // frames behind no data (every send completed before returning), so this is quick unless
       // a peer stopped reading. Closing earlier would make peers report a lost rank instead of
       // the error that the abort frame carries.
-      changed_.wait_for(lock, std::min<std::chrono::milliseconds>(o_.timeout, std::chrono::seconds(1)),
+      changed_.wait_for(lock,
+                        std::min<std::chrono::milliseconds>(o_.timeout, std::chrono::seconds(1)),
                         [&] { return owned_writes_ == 0; });
       closing_ = true;
     }

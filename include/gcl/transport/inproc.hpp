@@ -590,8 +590,8 @@ class inproc_transport {
     for (int r = 0; r < world_->size(); ++r) {
       auto& box = world_->inbox(r);
       std::lock_guard lock(box.mutex);
-      detail::rank_status st{r, true, box.progress.started(), box.progress.in_call(),
-                             box.waiting_for, {}};
+      detail::rank_status st{
+          r, true, box.progress.started(), box.progress.in_call(), box.waiting_for, {}};
       if (auto const* c = box.progress.recall(st.started)) st.call = *c;
       all.push_back(st);
       if (r != rank_) continue;
