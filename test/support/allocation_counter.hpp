@@ -5,6 +5,7 @@
 // of a test program (each allocation test is a program of its own). Replacement allocation
 // functions may not be inline, so the definitions below are ordinary ones.
 
+#include <gcl/collective/barrier.hpp>
 #include <gcl/spawn.hpp>
 #include <gcl/transport/inproc.hpp>
 
@@ -69,27 +70,27 @@ void operator delete[](void* p, std::size_t, std::align_val_t) noexcept {
 
 namespace gcl_test {
 
-// The pool of an inbox grows to the deepest backlog of messages that arrived before their
-// receive; how deep that gets in a few iterations depends on thread scheduling (a rank of a ring
-// may run up to P-1 iterations ahead of its neighbour). So first every rank sends 4P messages of
-// the largest size to its right neighbour before receiving any: each inbox then holds more
-// pooled buffers than the steps measured can ever have in flight, and "warm" is deterministic.
-// Without this, a run where a rank happened never to fall behind in warm-up sees the pool (or
-// the posted list) grow once later: a high-water mark, not a per-message allocation.
+// A channel (the messages from one rank to another) keeps as many cells and buffers as messages
+// have ever waited in it at once; how deep that gets in a few iterations depends on thread
+// scheduling (a rank of a ring may run up to P iterations ahead of its neighbour). So first every
+// rank sends 4P messages of the largest size to every rank, itself included, before receiving
+// any: each channel then holds more cells and buffers than the steps measured can ever have in
+// flight, and "warm" is deterministic. Without this, a run where a rank happened never to fall
+// behind in warm-up sees a channel grow once later: a high-water mark, not a per-message
+// allocation.
 template <class Comm>
 void fill_pool(Comm& comm, std::size_t bytes) {
   int p = comm.size(), r = comm.rank();
   std::vector<std::byte> buf(bytes);
-  for (int k = 0; k < 4 * p; ++k) comm.send((r + 1) % p, buf, gcl::tag{100});
-  // Receive only after the left neighbour's messages are all queued (it sent them before this
-  // one, and nobody had posted a receive for them), so they really went through the pool.
-  comm.send((r + 1) % p, buf, gcl::tag{103});
-  comm.recv((r + p - 1) % p, buf, gcl::tag{103});
-  for (int k = 0; k < 4 * p; ++k) comm.recv((r + p - 1) % p, buf, gcl::tag{100});
-  // And one receive that is certainly posted before its message (the inbox's list of posted
-  // receives is allocated on first use): post, tell the left neighbour, hear from the right.
-  // Every message here has the largest size: a pooled buffer that is too small is replaced by a
-  // larger one when next used, so small messages in the pool would make a later allocation.
+  for (int d = 0; d < p; ++d)
+    for (int k = 0; k < 4 * p; ++k) comm.send((r + d) % p, buf, gcl::tag{100});
+  // Nobody receives before every rank has sent them all: large messages, which a receiver
+  // would copy from the sender, are then copied into the channel, as when a receiver is late.
+  gcl::barrier(comm);
+  for (int d = 0; d < p; ++d)
+    for (int k = 0; k < 4 * p; ++k) comm.recv((r + p - d) % p, buf, gcl::tag{100});
+  // And irecvs, posted before their messages and after (the list of pending receives is
+  // allocated on first use).
   std::vector<std::byte> in(bytes);
   auto posted = comm.irecv((r + p - 1) % p, in, gcl::tag{101});
   comm.send((r + p - 1) % p, buf, gcl::tag{102});

@@ -2,12 +2,20 @@
 /// \file
 /// `inproc_transport`: ranks are threads of one process.
 ///
-/// Each destination rank has an inbox. A send first looks for a receive already posted by the
-/// destination (`recv`, `sendrecv`, `irecv`) for its (source, tag): if there is one, the sender
-/// copies straight into the receiver's buffer, the one copy a message costs. Otherwise it copies
-/// into a pooled buffer of the inbox and returns (eager send); the receiver copies it out later.
-/// Pooled buffers and queue slots are kept and reused, so a warm transport allocates nothing per
-/// message. Every wait is bounded by `inproc_options::timeout` and woken by `group::abort`.
+/// Every ordered pair of ranks has a channel (transport/inproc/channel.hpp), a FIFO that
+/// neither side locks: a send fills a cell and publishes it, a receive finds the first cell of
+/// its (source, tag) and copies out of it. A message of at most `inproc_options::eager_bytes`
+/// is copied into the cell, and the send returns at once (eager). A larger one is offered: the
+/// receiver copies it straight from the sender's buffer, one copy whichever of the two comes
+/// first, and the send returns once it has. A sender does not wait for ever: after as long as
+/// copying the message would take, it withdraws the offer and copies the bytes into the cell
+/// itself, so that sends stay eager (ranks that all send before they receive still finish) at
+/// twice the cost at worst. Cells and their buffers are reused: a warm transport allocates
+/// nothing per message.
+///
+/// A blocked call polls for `inproc_options::spin`, then sleeps on its rank's condition
+/// variable, which a peer signals only when the rank is asleep. Every wait is bounded by
+/// `inproc_options::timeout` and woken by `group::abort`.
 
 #include <algorithm>
 #include <atomic>
@@ -29,6 +37,8 @@
 #include "../detail/call_progress.hpp"
 #include "../detail/deadline.hpp"
 #include "../error.hpp"
+#include "inproc/channel.hpp"
+#include "inproc/fence.hpp"
 
 namespace gcl {
 
@@ -40,71 +50,80 @@ struct inproc_options {
   /// ranks that hold the collective up. Long by default, as torch.distributed's 30 minutes: a
   /// rank may spend minutes evaluating or checkpointing between collectives. Tests set their own.
   std::chrono::milliseconds timeout{std::chrono::minutes{30}};
-  /// How long a blocked call polls for its message before sleeping on a condition variable.
-  /// Waking a sleeping thread costs microseconds (a futex call and a reschedule), which
-  /// dominates small messages; polling yields the core on every round, so ranks that outnumber
-  /// the cores still make progress. 0: never poll. See doc/benchmarks.md for the measurements.
+  /// How long a blocked call polls for its message before sleeping. Waking a sleeping thread
+  /// costs microseconds (a futex call and a reschedule), which dominates small messages;
+  /// polling yields the core, so ranks that outnumber the cores still make progress. 0: never
+  /// poll. See doc/benchmarks.md for the measurements.
   std::chrono::microseconds spin{50};
+  /// Messages up to this size are copied into the channel and the send returns at once; larger
+  /// ones are copied once, by the receiver, from the sender's buffer.
+  std::size_t eager_bytes = 16 * 1024;
 };
 
 namespace detail {
 
-// A receive waiting for its message. Lives on the receiver's stack (recv, sendrecv) or in an
-// irecv request; the inbox only points to it while it is posted.
-struct inproc_posted_recv {
-  enum class state : unsigned char { idle, posted, claimed, done, mismatch };
-  int source = 0;
-  tag tg{};
-  std::span<std::byte> destination;
-  call_info receiver_call;
-  state st = state::idle;
-  // Filled by a sender that found the receive incompatible:
-  std::size_t sent_bytes = 0;
-  call_info sender_call;
-};
+// Tells the core that this thread is polling (x86's pause: it spares the sibling hyperthread
+// and the memory-order flush when the polled line changes).
+inline void cpu_relax() noexcept {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
 
-// A message that arrived before its receive was posted, in a buffer owned by the inbox.
-struct inproc_message {
-  int source = 0;
-  tag tg{};
-  call_info call;
-  std::unique_ptr<std::byte[]> data;
-  std::size_t capacity = 0;
-  std::size_t size = 0;
-  bool ready = false;  // false while the sender is still copying in (outside the lock)
-};
+inline std::string tag_text(tag tg) {
+  auto v = static_cast<std::uint32_t>(tg);
+  return v >= tag_user_limit ? "library tag " + std::to_string(v) : "tag " + std::to_string(v);
+}
 
-struct inproc_inbox {
-  std::mutex mutex;
-  std::condition_variable changed;
-  // Bumped under `mutex` whenever `changed` is notified, so that a waiter can poll for news
-  // without the lock (see inproc_transport::await).
-  std::atomic<std::uint32_t> events{0};
-  void notify() {
-    events.fetch_add(1, std::memory_order_release);
-    changed.notify_all();
+// What other threads may need of a rank: a way to wake it, and where it is.
+struct inproc_rank {
+  // Wakes the rank when it sleeps. A peer that has made a change the rank may wait for
+  // (published a message, took an offer) calls `wake`: a fence and one load when the rank is
+  // awake; the mutex and a notify only when it sleeps. The sleeper registers in `sleepers`
+  // before its last check, so one of the two always sees the other (inproc/fence.hpp: the
+  // waker's fence is free where the sleeper's can be made heavy).
+  alignas(64) std::mutex bell_mutex;
+  std::condition_variable bell;
+  bool rung = false;  // under bell_mutex: something changed since the sleeper last looked
+  std::atomic<int> sleepers{0};
+  void wake(bool asymmetric) {
+    light_fence(asymmetric);
+    if (sleepers.load(std::memory_order_relaxed) == 0) return;
+    std::lock_guard lock(bell_mutex);
+    rung = true;
+    bell.notify_all();
   }
-  std::vector<inproc_message*> queue;       // in send order; matched FIFO per (source, tag)
-  std::vector<inproc_posted_recv*> posted;  // in post order
-  std::vector<std::unique_ptr<inproc_message>> owned;
-  std::vector<inproc_message*> free;  // reusable messages, buffers kept
-  // The owner's collectives, which senders check their messages against, and the rank the
-  // owner is blocked on (-1: none), for timeout messages.
+
+  // Its collectives (written by the rank, under `status_mutex`, read by others under it: the
+  // last sleeper's check, a timeout's report, a rank that ends), and whether its transport has
+  // ended (its job is over: `progress` holds its last collective).
+  alignas(64) std::mutex status_mutex;
   call_progress progress;
-  int waiting_for = -1;
-  // The owner's transport is gone (its job ended normally): `progress` holds its last
-  // collective, and a rank that begins a later one knows it is alone.
   bool ended = false;
+  std::atomic<int> waiting_for{-1};  // the rank it is blocked on, for timeout messages
 };
 
 class inproc_world {
  public:
   inproc_world(int size, inproc_options options)
-      : size_(size), options_(options), inboxes_(std::make_unique<inproc_inbox[]>(size)) {}
+      : size_(size),
+        options_(options),
+        ranks_(std::make_unique<inproc_rank[]>(static_cast<std::size_t>(size))),
+        channels_(static_cast<std::size_t>(size) * static_cast<std::size_t>(size)) {
+    for (auto& c : channels_) c = std::make_unique<inproc_channel>(static_cast<std::size_t>(size) + 2);
+  }
 
   int size() const noexcept { return size_; }
   inproc_options const& options() const noexcept { return options_; }
-  inproc_inbox& inbox(int rank) noexcept { return inboxes_[rank]; }
+  inproc_rank& rank(int r) noexcept { return ranks_[r]; }
+  inproc_channel& channel(int from, int to) noexcept {
+    return *channels_[static_cast<std::size_t>(from) * static_cast<std::size_t>(size_) +
+                      static_cast<std::size_t>(to)];
+  }
+  // Some rank's transport has ended (then set_call looks for a disagreement with it).
+  std::atomic<bool> any_ended{false};
+  // Whether wake-ups use asymmetric fences (inproc/fence.hpp).
+  bool const asymmetric = asymmetric_fences_available();
 
   bool aborted() const noexcept { return aborted_.load(std::memory_order_acquire); }
   std::string abort_reason() {
@@ -118,7 +137,6 @@ class inproc_world {
   // Wakes every blocked call of every rank; they throw `code` (errc::aborted: another rank
   // failed; errc::mismatch: ranks disagree about a call, which concerns every rank).
   // Idempotent: the first reason is kept, because later ones are usually consequences of it.
-  // Takes every inbox lock: call it holding none.
   void abort(std::string const& reason, errc code = errc::aborted) {
     {
       std::lock_guard lock(reason_mutex_);
@@ -128,26 +146,32 @@ class inproc_world {
       aborted_.store(true, std::memory_order_release);
     }
     for (int r = 0; r < size_; ++r) {
-      std::lock_guard lock(
-          inboxes_[r].mutex);  // no waiter can miss the flag between check and wait
-      inboxes_[r].notify();
+      std::lock_guard lock(ranks_[r].bell_mutex);  // no sleeper misses the flag
+      ranks_[r].bell.notify_all();
     }
   }
 
  private:
   int size_;
   inproc_options options_;
-  std::unique_ptr<inproc_inbox[]> inboxes_;
+  std::unique_ptr<inproc_rank[]> ranks_;
+  std::vector<std::unique_ptr<inproc_channel>> channels_;  // [from * size + to]
   std::atomic<bool> aborted_{false};
   std::mutex reason_mutex_;
   std::string reason_;
   errc code_ = errc::aborted;
 };
 
-inline std::string tag_text(tag tg) {
-  auto v = static_cast<std::uint32_t>(tg);
-  return v >= tag_user_limit ? "library tag " + std::to_string(v) : "tag " + std::to_string(v);
-}
+// A receive posted by `irecv`, completed by whichever later call of its rank finds its message.
+struct inproc_pending_recv {
+  int source = 0;
+  tag tg{};
+  std::span<std::byte> destination;
+  call_info call;
+  std::uint64_t digest = 0;
+  bool done = false;
+  std::exception_ptr error;  // a mismatch found for it, thrown by its wait()
+};
 
 }  // namespace detail
 
@@ -192,7 +216,8 @@ class inproc_transport {
     std::shared_ptr<detail::inproc_world> world_;
   };
 
-  /// A pending `irecv`. Completes when a sender copies into its buffer, or in `wait()`.
+  /// A pending `irecv`. Completes when a later call of this rank (`wait`, `test`, or another
+  /// receive) finds its message: ranks are threads, and nobody else copies into its buffer.
   class request {
    public:
     request(request&& other) noexcept
@@ -210,17 +235,14 @@ class inproc_transport {
     void wait() {
       if (!self_) return;
       auto* self = std::exchange(self_, nullptr);
-      self->wait_posted(*post_, "irecv from");
+      self->wait_pending(*post_);
     }
     /// True once the message is in the buffer; never blocks. Throws what `wait()` would.
     bool test() {
       if (!self_) return true;
-      {
-        auto& box = self_->world_->inbox(self_->rank_);
-        std::lock_guard lock(box.mutex);
-        using st = detail::inproc_posted_recv::state;
-        if (post_->st == st::posted || post_->st == st::claimed) return false;
-      }
+      self_->throw_if_aborted("irecv from", post_->source);
+      self_->serve(post_->source, post_->tg);
+      if (!post_->done) return false;
       wait();
       return true;
     }
@@ -229,11 +251,11 @@ class inproc_transport {
     friend class inproc_transport;
     request() = default;
     void cancel() noexcept {
-      if (self_) self_->withdraw(*post_);
+      if (self_) std::erase(self_->pending_, post_.get());
       self_ = nullptr;
     }
     inproc_transport* self_ = nullptr;  // null once complete
-    std::unique_ptr<detail::inproc_posted_recv> post_;
+    std::unique_ptr<detail::inproc_pending_recv> post_;
   };
 
   int rank() const noexcept { return rank_; }
@@ -244,327 +266,391 @@ class inproc_transport {
   /// called another collective under the same number is `errc::mismatch` here and at once.
   void set_call(call_info const& c) {
     call_ = c;
-    auto& box = world_->inbox(rank_);
-    std::unique_lock lock(box.mutex);
-    box.progress.set(c);
-    if (c.kind == call_kind::point_to_point) return;
-    lock.unlock();
-    for (int r = 0; r < world_->size(); ++r)
-      if (auto what = ended_disagreement(r, box.progress); !what.empty()) fail_mismatch(what);
-    lock.lock();
-    for (auto* m : box.queue) {
-      using verdict = detail::call_progress::verdict;
-      auto v = box.progress.check(m->call);
-      if (v == verdict::conflict || v == verdict::stale) {
-        auto what = box.progress.disagreement(rank_, m->source, m->call);
-        lock.unlock();
-        fail_mismatch(what);
-      }
+    digest_ = detail::call_digest(c);
+    auto& me = world_->rank(rank_);
+    {
+      std::lock_guard lock(me.status_mutex);
+      me.progress.set(c);
     }
+    if (c.kind == call_kind::point_to_point) return;
+    if (world_->any_ended.load(std::memory_order_seq_cst))
+      for (int r = 0; r < world_->size(); ++r)
+        if (auto what = ended_disagreement(r); !what.empty()) fail_mismatch(what);
+    check_arrivals();
   }
 
-  /// Eager: copies `out` (into the posted receive, or a pooled buffer) and returns.
+  /// Eager up to `eager_bytes`; larger messages return once the receiver has copied them (or
+  /// the sender has copied them into the channel after waiting as long as that copy takes).
   void send(int peer, tag tg, std::span<std::byte const> out) {
     throw_if_aborted("send to", peer);
-    auto& box = world_->inbox(peer);
-    std::unique_lock lock(box.mutex);
-    // The receiver's view of this collective, whether or not it is about to read this message:
-    // a receiver in another call under this number, or done with it, disagrees with us.
-    if (auto v = box.progress.check(call_); v == detail::call_progress::verdict::conflict ||
-                                            v == detail::call_progress::verdict::stale) {
-      auto what = box.progress.disagreement(peer, rank_, call_);
-      lock.unlock();
-      fail_mismatch(what);
-    }
-    // A posted receive and a queued message for the same (source, tag) never coexist: each is
-    // only added after finding none of the other under this lock. So FIFO holds either way.
-    auto it = std::find_if(box.posted.begin(), box.posted.end(),
-                           [&](auto* p) { return p->source == rank_ && p->tg == tg; });
-    if (it != box.posted.end()) {
-      auto* p = *it;
-      box.posted.erase(it);
-      using st = detail::inproc_posted_recv::state;
-      if (p->destination.size() != out.size() || !(p->receiver_call == call_)) {
-        p->st = st::mismatch;  // the receiver reports it, naming both sides; nothing is copied
-        p->sent_bytes = out.size();
-        p->sender_call = call_;
-        box.notify();
-        return;
-      }
-      p->st = st::claimed;
-      lock.unlock();
-      if (!out.empty()) std::memcpy(p->destination.data(), out.data(), out.size());
-      lock.lock();
-      p->st = st::done;
-      box.notify();
-      return;
-    }
-    detail::inproc_message* m = acquire_message(box, out.size());
-    m->source = rank_;
-    m->tg = tg;
-    m->call = call_;
-    m->size = out.size();
-    m->ready = false;
-    box.queue.push_back(m);
-    lock.unlock();
-    if (!out.empty()) std::memcpy(m->data.get(), out.data(), out.size());
-    lock.lock();
-    m->ready = true;
-    box.notify();
+    auto* offer = post(peer, tg, out);
+    if (offer != nullptr) finish_offer(*offer, peer);
   }
 
   /// Blocks until exactly `in.size()` bytes from `peer` with `tg` are in `in`.
   void recv(int peer, tag tg, std::span<std::byte> in) {
-    detail::inproc_posted_recv p;
-    if (post_or_find(peer, tg, in, p))
-      wait_posted(p, "recv from");
-    else
-      take_queued(peer, tg, in, "recv from");
+    throw_if_aborted("recv from", peer);
+    detail::inproc_cell* cell = nullptr;
+    auto found = [&] {
+      if (!pending_.empty()) {
+        serve(peer, tg);
+        if (has_pending(peer, tg)) return false;  // earlier irecvs take the earlier messages
+      }
+      return (cell = find(peer, tg)) != nullptr;
+    };
+    if (!found()) wait(peer, found, [&] { return timeout_error("recv from", peer, tg, in.size()); });
+    take(*cell, peer, tg, in, call_, digest_);
   }
 
-  /// Posts the receive, sends, then waits: the incoming message lands in `in` directly.
+  /// Sends to `dst` and receives from `src` at once: a large outgoing message is copied by its
+  /// receiver while this rank copies its own incoming one.
   void sendrecv(int dst, tag send_tag, std::span<std::byte const> out, int src, tag recv_tag,
                 std::span<std::byte> in) {
-    detail::inproc_posted_recv p;
-    bool posted = post_or_find(src, recv_tag, in, p);
+    throw_if_aborted("send to", dst);
+    auto* offer = post(dst, send_tag, out);
+    if (offer == nullptr) return recv(src, recv_tag, in);
     try {
-      send(dst, send_tag, out);
+      recv(src, recv_tag, in);
     } catch (...) {
-      if (posted) withdraw(p);
+      finish_offer(*offer, dst, true);  // `out` must not be read after we return
       throw;
     }
-    if (posted)
-      wait_posted(p, "recv from");
-    else
-      take_queued(src, recv_tag, in, "recv from");
+    finish_offer(*offer, dst);
   }
 
   /// Posts a receive and returns; `wait()` or `test()` the request. Keep `in` alive until then.
   /// The transport must stay where it is (not moved) while the request is pending.
   request irecv(int peer, tag tg, std::span<std::byte> in) {
+    throw_if_aborted("irecv from", peer);
     request r;
-    auto p = std::make_unique<detail::inproc_posted_recv>();
-    if (post_or_find(peer, tg, in, *p)) {
-      r.self_ = this;
-      r.post_ = std::move(p);
-    } else {
-      // The message is already here: take it now, so that receives complete in post order
-      // even if their requests are waited on in another order.
-      take_queued(peer, tg, in, "irecv from");
+    if (!has_pending(peer, tg)) {
+      if (auto* cell = find(peer, tg)) {
+        // The message is already here: take it now, so that receives complete in post order
+        // even if their requests are waited on in another order.
+        take(*cell, peer, tg, in, call_, digest_);
+        return r;
+      }
     }
+    r.post_ = std::make_unique<detail::inproc_pending_recv>();
+    *r.post_ = {peer, tg, in, call_, digest_, false, nullptr};
+    pending_.push_back(r.post_.get());
+    r.self_ = this;
     return r;
   }
 
-  inproc_transport(inproc_transport&& other) noexcept = default;
+  inproc_transport(inproc_transport&& other) noexcept
+      : world_(std::move(other.world_)),
+        rank_(other.rank_),
+        call_(other.call_),
+        digest_(other.digest_),
+        pending_(std::move(other.pending_)) {}
   inproc_transport& operator=(inproc_transport&& other) noexcept {
     if (this != &other) {
       end();
       world_ = std::move(other.world_);
       rank_ = other.rank_;
       call_ = other.call_;
+      digest_ = other.digest_;
+      pending_ = std::move(other.pending_);
     }
     return *this;
   }
   ~inproc_transport() { end(); }
 
  private:
+  using cell_t = detail::inproc_cell;
+
   inproc_transport(std::shared_ptr<detail::inproc_world> world, int rank)
       : world_(std::move(world)), rank_(rank) {
-    auto& mine = world_->inbox(rank_);
-    std::lock_guard lock(mine.mutex);
-    mine.ended = false;  // connected again after an earlier transport of this rank ended
+    auto& me = world_->rank(rank_);
+    std::lock_guard lock(me.status_mutex);
+    me.ended = false;  // connected again after an earlier transport of this rank ended
   }
 
-  static detail::inproc_message* acquire_message(detail::inproc_inbox& box, std::size_t bytes) {
-    detail::inproc_message* m;
-    if (!box.free.empty()) {
-      m = box.free.back();
-      box.free.pop_back();
-    } else {
-      box.owned.push_back(std::make_unique<detail::inproc_message>());
-      m = box.owned.back().get();
-      box.free.reserve(box.owned.size());  // so that releasing never allocates
+  // Publishes `out` to `peer`: copied into the cell (returns null), or offered (returns the
+  // cell, which finish_offer must see through before `out` may go).
+  cell_t* post(int peer, tag tg, std::span<std::byte const> out) {
+    auto& ch = world_->channel(rank_, peer);
+    // A message to itself is never offered: this rank would be waiting for itself.
+    bool const offer = out.size() > world_->options().eager_bytes && peer != rank_;
+    // Offered messages get room too, so that whether an offer is withdrawn (a matter of
+    // timing) never decides whether a warm transport allocates.
+    auto& c = ch.next(out.size());
+    c.kind = call_.kind;
+    c.tg = tg;
+    c.size = out.size();
+    c.sequence = call_.sequence;
+    c.digest = digest_;
+    c.call = call_;  // a line the receiver reads only when the digests differ
+    if (offer)
+      c.offered_bytes = out.data();
+    else if (!out.empty())
+      std::memcpy(c.data(), out.data(), out.size());
+    ch.publish(offer ? cell_t::offered : cell_t::ready);
+    world_->rank(peer).wake(world_->asymmetric);
+    return offer ? &c : nullptr;
+  }
+
+  // Waits until the receiver has copied the offered bytes, for at most about as long as
+  // copying them would take (at 4 bytes per ns, slower than any memory copy measured here);
+  // then copies them into the cell: the offer can cost at most twice the copy. `cancel`: copy
+  // them now (the call is failing).
+  void finish_offer(cell_t& c, int peer, bool cancel = false) {
+    auto const patience = std::max<std::chrono::nanoseconds>(std::chrono::nanoseconds(c.size / 4),
+                                                              world_->options().spin);
+    if (!cancel) {
+      auto settled = [&] { return c.state.load(std::memory_order_acquire) == cell_t::taken; };
+      try {
+        if (!settled()) await(patience, settled, peer);
+      } catch (...) {  // a disagreement found while waiting: `out` goes with the exception
+        withdraw(c, peer);
+        throw;
+      }
+      if (settled()) return;
     }
-    if (m->capacity < bytes) {
-      m->data.reset(new std::byte[bytes]);  // default-initialised: no zeroing of what we overwrite
-      m->capacity = bytes;
+    withdraw(c, peer);
+    if (!cancel) throw_if_aborted("send to", peer);
+  }
+
+  // The offer ends now: its bytes are copied into the cell, unless the receiver is copying
+  // them, a memcpy that ends whatever happens to the group.
+  void withdraw(cell_t& c, int peer) noexcept {
+    auto expected = cell_t::offered;
+    if (c.state.compare_exchange_strong(expected, cell_t::withdrawing, std::memory_order_acq_rel)) {
+      std::memcpy(c.data(), c.offered_bytes, c.size);
+      c.state.store(cell_t::ready, std::memory_order_release);
+      world_->rank(peer).wake(world_->asymmetric);
+      return;
     }
-    return m;
+    while (c.state.load(std::memory_order_acquire) != cell_t::taken) std::this_thread::yield();
+  }
+
+  // The first message from `peer` with `tg` not yet consumed, or null.
+  cell_t* find(int peer, tag tg) const {
+    for (auto* c = world_->channel(peer, rank_).first(); c != nullptr;
+         c = detail::inproc_channel::after(c))
+      if (!c->consumed && c->tg == tg) return c;
+    return nullptr;
+  }
+
+  // Copies the message in `c` (from `peer`) into `in`, which was posted by a call `mine`, and
+  // consumes it; a message of another size or call is left where it is (nothing lost) and
+  // reported, naming both sides.
+  void take(cell_t& c, int peer, tag tg, std::span<std::byte> in, call_info const& mine,
+            std::uint64_t mine_digest) {
+    if (c.size != in.size() || c.sequence != mine.sequence || c.digest != mine_digest) {
+      // Another collective under a number this rank is in or has finished: a disagreement
+      // about the call, which every rank learns; otherwise, a point-to-point mistake.
+      auto const& progress = world_->rank(rank_).progress;
+      auto v = progress.check(c.call);
+      if (v == detail::call_progress::verdict::conflict ||
+          v == detail::call_progress::verdict::stale)
+        fail_mismatch(progress.disagreement(rank_, peer, c.call));
+      throw mismatch_error(peer, tg, in.size(), mine, c.size, c.call);
+    }
+    auto st = c.state.load(std::memory_order_acquire);
+    if (st == cell_t::offered &&
+        c.state.compare_exchange_strong(st, cell_t::copying, std::memory_order_acq_rel)) {
+      if (!in.empty()) std::memcpy(in.data(), c.offered_bytes, in.size());
+      world_->channel(peer, rank_).consume(c);
+      c.state.store(cell_t::taken, std::memory_order_release);
+      world_->rank(peer).wake(world_->asymmetric);
+      return;
+    }
+    // Ready, or being withdrawn: the sender is copying it into the cell (a memcpy).
+    while (st != cell_t::ready) {
+      std::this_thread::yield();
+      st = c.state.load(std::memory_order_acquire);
+    }
+    if (!in.empty()) std::memcpy(in.data(), c.data(), in.size());
+    world_->channel(peer, rank_).consume(c);
+  }
+
+  bool has_pending(int peer, tag tg) const {
+    return std::any_of(pending_.begin(), pending_.end(),
+                       [&](auto* p) { return p->source == peer && p->tg == tg; });
+  }
+
+  // Gives the pending irecvs for (peer, tg), oldest first, the messages that have arrived.
+  void serve(int peer, tag tg) {
+    for (std::size_t i = 0; i < pending_.size();) {
+      auto* p = pending_[i];
+      if (p->source != peer || p->tg != tg) {
+        ++i;
+        continue;
+      }
+      auto* c = find(peer, tg);
+      if (c == nullptr) return;
+      try {
+        take(*c, peer, tg, p->destination, p->call, p->digest);
+      } catch (...) {
+        p->error = std::current_exception();
+      }
+      p->done = true;
+      pending_.erase(pending_.begin() + static_cast<std::ptrdiff_t>(i));
+    }
+  }
+
+  void wait_pending(detail::inproc_pending_recv& p) {
+    auto ready = [&] {
+      serve(p.source, p.tg);
+      return p.done;
+    };
+    if (!ready())
+      wait(p.source, ready, [&] {
+        return timeout_error("irecv from", p.source, p.tg, p.destination.size());
+      });
+    if (p.error) std::rethrow_exception(p.error);
+  }
+
+  // Waits for `ready()` up to the timeout; throws the abort's error, or `timed_out()`'s.
+  template <class Ready, class TimedOut>
+  void wait(int peer, Ready ready, TimedOut timed_out) {
+    if (await(world_->options().timeout, ready, peer)) return;
+    if (world_->aborted()) throw aborted_error("recv from", peer);
+    throw timed_out();
+  }
+
+  // Polls `ready()` for `spin`, then sleeps until a peer wakes this rank, re-checking it each
+  // time, for up to `limit` in all. False if it is not ready by then, or the group was aborted.
+  template <class Ready>
+  bool await(std::chrono::nanoseconds limit, Ready& ready, int peer) {
+    using clock = std::chrono::steady_clock;
+    // A few rounds on the spot, without reading the clock: the message is often a cache miss
+    // away.
+    for (int round = 0; round < 16; ++round) {
+      if (ready()) return true;
+      detail::cpu_relax();
+    }
+    auto const start = clock::now();
+    auto const deadline = start + limit;
+    if (auto const spin = world_->options().spin; spin.count() > 0) {
+      // Then yield, so that a rank sharing this core (more ranks than cores) runs and sends it.
+      auto const give_up = std::min(deadline, start + spin);
+      for (unsigned round = 0;; ++round) {
+        if (ready()) return true;
+        if (world_->aborted()) return false;
+        if (round % 8 == 0 && clock::now() >= give_up) break;
+        std::this_thread::yield();
+      }
+    }
+    auto& me = world_->rank(rank_);
+    me.waiting_for.store(peer, std::memory_order_relaxed);
+    struct unwind {
+      detail::inproc_rank& me;
+      ~unwind() { me.waiting_for.store(-1, std::memory_order_relaxed); }
+    } reset{me};
+    for (bool first = true;; first = false) {
+      // About to sleep, or woken: messages from ranks this one is not reading may show that
+      // ranks disagree about the call. Ranks that only receive in calls they disagree about
+      // (different roots of a reduce) exchange no message that could show it: the last of them
+      // to get here sees the others' calls.
+      if (call_.kind != call_kind::point_to_point) {
+        check_arrivals();
+        if (first) check_peers_agree();
+      }
+      // Registered before the last look, so that a peer that changes something after it
+      // sees a sleeper and rings. `ready()` is never evaluated under the bell's mutex: it may
+      // take an offer and ring the sender's bell.
+      me.sleepers.fetch_add(1, std::memory_order_seq_cst);
+      struct awake {
+        detail::inproc_rank& me;
+        ~awake() { me.sleepers.fetch_sub(1, std::memory_order_relaxed); }
+      } registered{me};
+      detail::heavy_fence(world_->asymmetric);
+      if (ready()) return true;
+      if (world_->aborted()) return false;
+      std::unique_lock lock(me.bell_mutex);
+      bool const news =
+          me.bell.wait_until(lock, deadline, [&] { return me.rung || world_->aborted(); });
+      me.rung = false;
+      if (!news) {
+        lock.unlock();
+        return ready();
+      }
+    }
+  }
+
+  // Holding no lock: the messages that have arrived for this rank, checked against its own
+  // calls. One of a collective this rank is in under another call, or finished without reading
+  // it, is a disagreement about the call: ends the group with errc::mismatch.
+  void check_arrivals() {
+    auto const& mine = world_->rank(rank_).progress;  // written only by this thread
+    for (int r = 0; r < world_->size(); ++r)
+      for (auto* c = world_->channel(r, rank_).first(); c != nullptr;
+           c = detail::inproc_channel::after(c)) {
+        if (c->consumed || c->kind == call_kind::point_to_point) continue;
+        // This rank's current call, or a later one: nothing to say yet (without reading the
+        // message's second cache line).
+        if (c->sequence > mine.started() ||
+            (c->sequence == mine.started() && mine.in_call() && c->digest == digest_))
+          continue;
+        auto v = mine.check(c->call);
+        if (v == detail::call_progress::verdict::conflict ||
+            v == detail::call_progress::verdict::stale)
+          fail_mismatch(mine.disagreement(rank_, r, c->call));
+      }
   }
 
   // This rank's job is over. Unless an exception is on its way out (the group is then aborted
   // with that error, which is the cause), the other ranks learn its last collective: one that
   // has begun a later collective, or another call under the same number, will never be joined
   // by this rank, which is a disagreement about the calls, not a reason to wait for a timeout.
+  // So is a message of a collective that this rank leaves unread.
   void end() noexcept {
     if (!world_ || std::uncaught_exceptions() > 0) return;
+    pending_.clear();
     try {
+      auto& me = world_->rank(rank_);
       call_info last;
       {
-        auto& mine = world_->inbox(rank_);
-        std::lock_guard lock(mine.mutex);
-        mine.ended = true;
-        last = mine.progress.last();
+        std::lock_guard lock(me.status_mutex);
+        me.ended = true;
+        last = me.progress.last();
       }
+      world_->any_ended.store(true, std::memory_order_seq_cst);
       for (int r = 0; r < world_->size(); ++r) {
         if (r == rank_) continue;
-        auto& box = world_->inbox(r);
-        std::unique_lock lock(box.mutex);
-        auto what = box.progress.ended_disagreement(r, rank_, last);
+        auto& other = world_->rank(r);
+        std::unique_lock lock(other.status_mutex);
+        auto what = other.progress.ended_disagreement(r, rank_, last);
         lock.unlock();
         if (!what.empty()) return world_->abort(what, errc::mismatch);
       }
+      call_ = call_info{};
+      check_arrivals();
+    } catch (transport_error const&) {  // check_arrivals found a disagreement: the group knows
     } catch (...) {  // out of memory for a message: the others' timeout still ends their wait
     }
   }
 
-  // Holding no inbox lock: what rank r's end shows to a rank whose collectives are `mine`
-  // (that rank's own inbox lock released by the caller), or "".
-  std::string ended_disagreement(int r, detail::call_progress const& mine) const {
+  // What rank r's end shows to this rank (its transport is gone, and this rank has begun a
+  // collective r never called), or "".
+  std::string ended_disagreement(int r) const {
     if (r == rank_) return {};
     call_info last;
     {
-      auto& box = world_->inbox(r);
-      std::lock_guard lock(box.mutex);
-      if (!box.ended) return {};
-      last = box.progress.last();
+      auto& other = world_->rank(r);
+      std::lock_guard lock(other.status_mutex);
+      if (!other.ended) return {};
+      last = other.progress.last();
     }
-    return mine.ended_disagreement(rank_, r, last);
+    return world_->rank(rank_).progress.ended_disagreement(rank_, r, last);
   }
 
-  // Under the inbox lock: if a message for (peer, tg) is queued, leave it for take_queued and
-  // return false; otherwise post `p` and return true.
-  bool post_or_find(int peer, tag tg, std::span<std::byte> in, detail::inproc_posted_recv& p) {
-    throw_if_aborted("recv from", peer);
-    auto& box = world_->inbox(rank_);
-    std::lock_guard lock(box.mutex);
-    for (auto* m : box.queue)
-      if (m->source == peer && m->tg == tg) return false;
-    p.source = peer;
-    p.tg = tg;
-    p.destination = in;
-    p.receiver_call = call_;
-    p.st = detail::inproc_posted_recv::state::posted;
-    box.posted.push_back(&p);
-    return true;
-  }
-
-  // `box.changed.wait_until(lock, deadline, ready)`, but first polls `box.events` without the
-  // lock for up to `options().spin`, re-checking `ready` under the lock after each event. Every
-  // event is counted under the lock, so one that happens after `ready()` was false is seen.
-  template <class Ready>
-  bool await(detail::inproc_inbox& box, std::unique_lock<std::mutex>& lock,
-             std::chrono::steady_clock::time_point deadline, Ready ready) {
-    if (ready()) return true;
-    if (auto const spin = world_->options().spin; spin.count() > 0) {
-      auto const give_up = std::chrono::steady_clock::now() + spin;
-      for (bool news = true; news;) {
-        std::uint32_t const seen = box.events.load(std::memory_order_relaxed);
-        lock.unlock();
-        news = false;
-        // Yield rather than pause: measured faster here even with a core per rank, and a rank
-        // sharing the core (more ranks than cores) gets to run and send what we wait for.
-        while (!(news = box.events.load(std::memory_order_acquire) != seen) &&
-               std::chrono::steady_clock::now() < give_up)
-          std::this_thread::yield();
-        // Not lock(): the notifier still holds the mutex, and a contended std::mutex sleeps in
-        // the kernel at once, which costs the very wake-up that polling is here to avoid.
-        while (!lock.try_lock()) std::this_thread::yield();
-        if (ready()) return true;
-      }
-    }
-    // About to sleep: ranks that are all waiting in calls they disagree about (different roots
-    // of a reduce: every rank only receives) exchange no message that could show it. The last
-    // of them to get here sees the others' calls.
-    if (call_.kind != call_kind::point_to_point) {
-      lock.unlock();
-      check_peers_agree();
-      lock.lock();
-    }
-    return box.changed.wait_until(lock, deadline, ready);
-  }
-
-  // Holding no inbox lock: if another rank is inside a collective under the number of ours and
-  // it is another call, ends the group with errc::mismatch (which wakes this rank too).
+  // If another rank is inside a collective under the number of ours and it is another call,
+  // ends the group with errc::mismatch (which wakes this rank too).
   void check_peers_agree() {
     for (int r = 0; r < world_->size(); ++r) {
       if (r == rank_) continue;
-      auto& box = world_->inbox(r);
-      std::unique_lock lock(box.mutex);
-      if (box.progress.check(call_) != detail::call_progress::verdict::conflict) continue;
-      auto what = box.progress.disagreement(r, rank_, call_);
+      auto& other = world_->rank(r);
+      std::unique_lock lock(other.status_mutex);
+      if (other.progress.check(call_) != detail::call_progress::verdict::conflict) continue;
+      auto what = other.progress.disagreement(r, rank_, call_);
       lock.unlock();
       world_->abort(what, errc::mismatch);
       return;
     }
-  }
-
-  void wait_posted(detail::inproc_posted_recv& p, char const* what) {
-    using st = detail::inproc_posted_recv::state;
-    auto& box = world_->inbox(rank_);
-    std::unique_lock lock(box.mutex);
-    auto deadline = std::chrono::steady_clock::now() + world_->options().timeout;
-    box.waiting_for = p.source;
-    bool finished = await(box, lock, deadline, [&] {
-      return p.st == st::done || p.st == st::mismatch || world_->aborted();
-    });
-    box.waiting_for = -1;
-    // A sender that claimed the receive is copying into our buffer: let it finish (bounded,
-    // it does nothing but memcpy) before the buffer can go out of scope.
-    box.changed.wait(lock, [&] { return p.st != st::claimed; });
-    if (p.st == st::done) return;
-    if (p.st == st::mismatch) {
-      p.st = st::idle;
-      throw mismatch_error(p.source, p.tg, p.destination.size(), p.receiver_call, p.sent_bytes,
-                           p.sender_call);
-    }
-    std::erase(box.posted, &p);
-    p.st = st::idle;
-    if (finished) throw aborted_error(what, p.source);
-    lock.unlock();
-    throw timeout_error(what, p.source, p.tg, p.destination.size());
-  }
-
-  // Takes the first queued message for (peer, tg), waiting while its sender is still copying.
-  void take_queued(int peer, tag tg, std::span<std::byte> in, char const* what) {
-    auto& box = world_->inbox(rank_);
-    std::unique_lock lock(box.mutex);
-    auto deadline = std::chrono::steady_clock::now() + world_->options().timeout;
-    auto find = [&] {
-      return std::find_if(box.queue.begin(), box.queue.end(),
-                          [&](auto* m) { return m->source == peer && m->tg == tg; });
-    };
-    box.waiting_for = peer;
-    bool ok = await(box, lock, deadline, [&] {
-      auto it = find();
-      return (it != box.queue.end() && (*it)->ready) || world_->aborted();
-    });
-    box.waiting_for = -1;
-    auto it = find();
-    if (it == box.queue.end() || !(*it)->ready) {
-      if (ok) throw aborted_error(what, peer);
-      lock.unlock();
-      throw timeout_error(what, peer, tg, in.size());
-    }
-    detail::inproc_message* m = *it;
-    if (m->size != in.size() || !(m->call == call_))
-      throw mismatch_error(peer, tg, in.size(), call_, m->size,
-                           m->call);  // left queued: nothing lost
-    box.queue.erase(it);
-    lock.unlock();
-    if (!in.empty()) std::memcpy(in.data(), m->data.get(), in.size());
-    lock.lock();
-    box.free.push_back(m);
-  }
-
-  // Removes a posted receive nobody will wait for (request destroyed, send failed).
-  void withdraw(detail::inproc_posted_recv& p) noexcept {
-    using st = detail::inproc_posted_recv::state;
-    auto& box = world_->inbox(rank_);
-    std::unique_lock lock(box.mutex);
-    box.changed.wait(lock, [&] { return p.st != st::claimed; });
-    if (p.st == st::posted) std::erase(box.posted, &p);
-    p.st = st::idle;
   }
 
   void throw_if_aborted(char const* what, int peer) const {
@@ -581,26 +667,30 @@ class inproc_transport {
                                detail::tag_text(tg) + "), but rank " + std::to_string(peer) +
                                " sent " + std::to_string(sent) + " bytes for " + describe(theirs));
   }
-  // Holding no inbox lock (it takes each rank's in turn): who holds the call up, and what
-  // this rank has received but not read.
+  // Who holds the call up, and what this rank has received but not read.
   transport_error timeout_error(char const* what, int peer, tag tg, std::size_t bytes) const {
     std::vector<detail::rank_status> all;
+    for (int r = 0; r < world_->size(); ++r) {
+      auto& other = world_->rank(r);
+      std::lock_guard lock(other.status_mutex);
+      detail::rank_status st{r,
+                             true,
+                             other.progress.started(),
+                             other.progress.in_call(),
+                             other.waiting_for.load(std::memory_order_relaxed),
+                             {}};
+      if (auto const* c = other.progress.recall(st.started)) st.call = *c;
+      all.push_back(st);
+    }
     std::string unread;
     int unread_count = 0;
-    for (int r = 0; r < world_->size(); ++r) {
-      auto& box = world_->inbox(r);
-      std::lock_guard lock(box.mutex);
-      detail::rank_status st{
-          r, true, box.progress.started(), box.progress.in_call(), box.waiting_for, {}};
-      if (auto const* c = box.progress.recall(st.started)) st.call = *c;
-      all.push_back(st);
-      if (r != rank_) continue;
-      for (auto* m : box.queue)
-        if (m->ready && unread_count++ < 4)
-          unread += std::string(unread.empty() ? "" : ", ") + std::to_string(m->size) +
-                    " bytes from rank " + std::to_string(m->source) + " (" +
-                    detail::tag_text(m->tg) + ", " + describe(m->call) + ")";
-    }
+    for (int r = 0; r < world_->size(); ++r)
+      for (auto* c = world_->channel(r, rank_).first(); c != nullptr;
+           c = detail::inproc_channel::after(c))
+        if (!c->consumed && unread_count++ < 4)
+          unread += std::string(unread.empty() ? "" : ", ") + std::to_string(c->size) +
+                    " bytes from rank " + std::to_string(r) + " (" + detail::tag_text(c->tg) +
+                    ", " + describe(c->call) + ")";
     if (unread_count > 0)
       unread = ". Received here but not read: " + unread + (unread_count > 4 ? ", ..." : "");
     return transport_error(
@@ -627,6 +717,8 @@ class inproc_transport {
   std::shared_ptr<detail::inproc_world> world_;
   int rank_ = 0;
   call_info call_{};
+  std::uint64_t digest_ = detail::call_digest(call_info{});
+  std::vector<detail::inproc_pending_recv*> pending_;  // irecvs in post order
 };
 
 }  // namespace gcl

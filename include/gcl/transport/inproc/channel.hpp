@@ -1,0 +1,234 @@
+#pragma once
+/// \file
+/// The messages from one rank to another on `inproc_transport`: a single-producer,
+/// single-consumer FIFO that neither side locks.
+///
+/// Why not a mutex-guarded queue: at a few bytes per message, the lock's cache line bouncing
+/// between the two cores, and the sleep it causes when contended, cost more than the message.
+/// Why not Boost.Lockfree's `spsc_queue`: it is bounded, and a sender must be able to queue any
+/// number of messages (sends are eager); and the transport would then depend on Boost.
+///
+/// The FIFO is a linked list of cells. The sender always holds the next cell to fill, already
+/// linked from the previous one, so the receiver polls a known address: the cell's first cache
+/// line, which carries its state, what the receiver matches on, and a small message's bytes.
+/// A small message therefore costs the receiver one cache-line transfer, the least a message
+/// between two cores can cost. The receiver passes the cells it has consumed, and the sender
+/// reuses those behind the receiver, with their buffers, so that a warm channel allocates
+/// nothing. The receiver may consume a cell that is not the first (a message of another tag is
+/// ahead): it marks it consumed, and passes it once it gets there.
+
+#include <algorithm>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "../../call_info.hpp"
+
+namespace gcl::detail {
+
+/// A 64-bit digest of a call, which a message carries in its first cache line; the receiver
+/// compares it (and the sequence number) with its own call's, and reads the full `call_info`
+/// only when they differ, for the error message.
+inline std::uint64_t call_digest(call_info const& c) noexcept {
+  // Word by word (a collective computes it twice per call, so it must cost nanoseconds):
+  // every field, read through memcpy, mixed by multiply and shift.
+  std::uint64_t w[7] = {};
+  std::uint64_t head = static_cast<std::uint64_t>(c.kind) | static_cast<std::uint64_t>(c.type) << 8 |
+                       static_cast<std::uint64_t>(c.element_size) << 16 |
+                       static_cast<std::uint64_t>(static_cast<std::uint32_t>(c.root)) << 32;
+  w[0] = head;
+  w[1] = c.sequence;
+  w[2] = c.count;
+  std::memcpy(&w[3], c.op, sizeof c.op);                // 12 bytes into w[3], w[4]
+  std::memcpy(&w[5], c.algorithm, 16);                  // 20 bytes into w[5], w[6] and ...
+  std::uint32_t tail = 0;
+  std::memcpy(&tail, c.algorithm + 16, 4);
+  w[4] ^= static_cast<std::uint64_t>(tail) << 32;       // ... the free half of w[4]
+  std::uint64_t h = 0x9e3779b97f4a7c15u;
+  for (auto x : w) {
+    h = (h ^ x) * 0xbf58476d1ce4e5b9u;
+    h ^= h >> 31;
+  }
+  return h;
+}
+
+/// One message. The sender fills it, then publishes it (`state` leaves `empty`); from then on
+/// the receiver reads it. A small message is copied into the cell; a large one is offered:
+/// the receiver copies it straight from the sender's memory (one copy instead of two), unless
+/// the sender, tired of waiting, withdraws the offer and copies it into the cell after all
+/// (see inproc_transport).
+struct alignas(64) inproc_cell {
+  enum state_t : std::uint8_t {
+    empty,        ///< not published yet: the receiver polls for the change
+    ready,        ///< the bytes are at `data()`
+    offered,      ///< the bytes are at `offered_bytes`, in the sender's memory
+    copying,      ///< the receiver is copying from `offered_bytes`
+    withdrawing,  ///< the sender is copying its bytes into `data()`; then `ready`
+    taken,        ///< the receiver has copied the offered bytes: the sender may go on
+  };
+  static constexpr std::size_t inline_capacity = 16;
+
+  // First cache line: everything the receiver reads of a small message, and nothing else
+  // (the sender writes the second line of every message, and the receiver reads it only when a
+  // call disagrees).
+  std::atomic<state_t> state{empty};
+  bool consumed = false;  // the receiver's: read out of order, passed when it gets there
+  call_kind kind = call_kind::point_to_point;
+  tag tg{};
+  inproc_cell* next = nullptr;  // set before publishing: the cell of the next message
+  std::size_t size = 0;
+  std::byte const* offered_bytes = nullptr;
+  std::uint64_t sequence = 0;  // of the call it belongs to
+  std::uint64_t digest = 0;    // call_digest of that call
+  std::byte inline_bytes[inline_capacity];
+  // Second: the call in full, read when the digests differ.
+  call_info call;
+  // Third, the sender's: room for a message too large for the first line (lent by the
+  // channel), and the cell after this one in the sender's list of every cell (`next` also says
+  // it, but reading it there would wait for the line the receiver has just read).
+  struct buffer_t {
+    std::unique_ptr<std::byte[]> bytes;
+    std::size_t capacity = 0;
+  } buffer;
+  inproc_cell* chain = nullptr;
+
+  /// Where a ready message's `size` bytes are.
+  std::byte* data() noexcept {
+    return size <= inline_capacity ? inline_bytes : buffer.bytes.get();
+  }
+};
+
+static_assert(offsetof(inproc_cell, call) == 64, "a small message is one cache line");
+
+class inproc_channel {
+ public:
+  /// `batch`: how many cells to add when the sender runs out (about the world size).
+  explicit inproc_channel(std::size_t batch = 8)
+      : front_(new inproc_cell), batch_(std::clamp<std::size_t>(batch, 1, 32)) {
+    oldest_ = next_ = seen_front_ = front_.load(std::memory_order_relaxed);
+  }
+  inproc_channel(inproc_channel const&) = delete;
+  inproc_channel& operator=(inproc_channel const&) = delete;
+  ~inproc_channel() {
+    for (inproc_cell* c = oldest_; c != nullptr;) delete std::exchange(c, c->chain);
+  }
+
+  // ---- the sender's ----
+
+  /// The cell the next message goes in (the receiver already knows where it is), with room
+  /// for `bytes`.
+  inproc_cell& next(std::size_t bytes) {
+    if (bytes > inproc_cell::inline_capacity) lend(*next_, bytes);
+    return *next_;
+  }
+
+  /// Hands `next()`, filled, to the receiver, with `state` (ready or offered). May throw
+  /// (allocating the cell after it) before anything is published.
+  void publish(inproc_cell::state_t state) {
+    inproc_cell* after = reusable();
+    inproc_cell* c = std::exchange(next_, after);
+    c->next = c->chain = after;
+    c->state.store(state, std::memory_order_release);
+  }
+
+  // ---- the receiver's ----
+
+  /// The first message not yet passed (it may be consumed), or null.
+  inproc_cell* first() const noexcept { return published(front_.load(std::memory_order_relaxed)); }
+  /// The message after `c`, or null.
+  static inproc_cell* after(inproc_cell const* c) noexcept { return published(c->next); }
+
+  /// The receiver is done with `c`: if it is the first, the front passes it (and every
+  /// consumed cell after it), so the sender may reuse them; otherwise it is marked consumed.
+  void consume(inproc_cell& c) {
+    inproc_cell* f = front_.load(std::memory_order_relaxed);
+    if (f != &c) {
+      c.consumed = true;
+      return;
+    }
+    do f = f->next;
+    while (f->consumed && f->state.load(std::memory_order_acquire) != inproc_cell::empty);
+    front_.store(f, std::memory_order_release);
+  }
+
+ private:
+  static inproc_cell* published(inproc_cell* c) noexcept {
+    return c->state.load(std::memory_order_acquire) == inproc_cell::empty ? nullptr : c;
+  }
+
+  // A cell for the message after the next: the oldest the receiver has passed, or a new one.
+  // The cells go round in FIFO order, so there are as many as the sender has ever been ahead
+  // of its receiver, plus two. How far ahead a sender can get is a property of the algorithm
+  // and the world size (up to P messages in a ring, where a rank runs ahead while its left
+  // neighbour is descheduled), not of the number of messages: so cells come in batches of
+  // `batch_`, about P, the first one with the channel's first message, and a warm channel
+  // does not allocate whatever the scheduler does. (Cells hold no memory of their own that
+  // would need warming: buffers are lent by the channel.)
+  inproc_cell* reusable() {
+    if (oldest_ == seen_front_) seen_front_ = front_.load(std::memory_order_acquire);
+    if (oldest_ == seen_front_) {
+      for (std::size_t i = 0; i < batch_; ++i) {
+        auto* fresh = new inproc_cell;
+        fresh->chain = oldest_;  // behind the front: only the sender looks there
+        oldest_ = fresh;
+      }
+    }
+    inproc_cell* c = std::exchange(oldest_, oldest_->chain);
+    c->state.store(inproc_cell::empty, std::memory_order_relaxed);
+    c->consumed = false;
+    c->next = c->chain = nullptr;
+    if (c->buffer.bytes)  // spare_ has room for every buffer
+      spare_.push_back(std::exchange(c->buffer, inproc_cell::buffer_t{}));
+    return c;
+  }
+
+  // Gives `c` a buffer of at least `bytes`: a spare one (buffers go round between the cells,
+  // so there are as many as messages have ever waited at once), grown if it is too small, or
+  // new ones. How many messages wait at once depends on the scheduler, so when the buffers run
+  // out their number doubles (the new ones the size of this one): a warm channel allocates
+  // again only if its backlog doubles. Each grows by an eighth more than asked: the chunks of
+  // one collective differ by an element, and a buffer should grow once for them, not once per
+  // chunk size. Default-initialised: no zeroing of what will be overwritten, and pages that
+  // are never written are never touched.
+  void lend(inproc_cell& c, std::size_t bytes) {
+    if (c.buffer.capacity >= bytes) return;
+    std::size_t const grown = bytes + bytes / 8;
+    if (!c.buffer.bytes && spare_.empty()) {
+      // The buffers of the messages the receiver has read, whose cells are not reused yet.
+      seen_front_ = front_.load(std::memory_order_acquire);
+      for (inproc_cell* passed = oldest_; passed != seen_front_; passed = passed->chain)
+        if (passed->buffer.bytes)
+          spare_.push_back(std::exchange(passed->buffer, inproc_cell::buffer_t{}));
+      if (spare_.empty()) {
+        std::size_t const more = std::max<std::size_t>(buffers_, 1);
+        spare_.reserve(buffers_ += more);  // room for every buffer: returning one never allocates
+        for (std::size_t i = 0; i < more; ++i)
+          spare_.push_back({std::unique_ptr<std::byte[]>(new std::byte[grown]), grown});
+      }
+    }
+    if (!c.buffer.bytes) {
+      c.buffer = std::exchange(spare_.back(), inproc_cell::buffer_t{});
+      spare_.pop_back();
+      if (c.buffer.capacity >= bytes) return;
+    }
+    c.buffer.bytes.reset(new std::byte[grown]);
+    c.buffer.capacity = grown;
+  }
+
+  // The receiver's: the first cell not passed (published or not). Its own cache line: the
+  // sender reads it only when it runs out of cells to reuse.
+  alignas(64) std::atomic<inproc_cell*> front_;
+  // The sender's: every cell, oldest (reusable once behind the front) to next (to fill).
+  alignas(64) inproc_cell* oldest_;
+  inproc_cell* next_;
+  inproc_cell* seen_front_;  // the front as the sender last read it
+  std::vector<inproc_cell::buffer_t> spare_;  // buffers of the cells the receiver has passed
+  std::size_t buffers_ = 0;  // lent or spare
+  std::size_t batch_ = 8;
+};
+
+}  // namespace gcl::detail

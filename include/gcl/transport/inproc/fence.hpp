@@ -1,0 +1,56 @@
+#pragma once
+/// \file
+/// Asymmetric fences: a pair of memory barriers where the side that runs often (a sender,
+/// after every message) pays nothing and the side that runs rarely (a receiver about to sleep)
+/// pays for both, as liburcu and folly's `asymmetric_thread_fence_heavy` do.
+///
+/// inproc_transport's wake-up protocol is Dekker's: the sender publishes a message then reads
+/// whether the receiver sleeps; the receiver registers as a sleeper then looks for the message.
+/// Each side needs a full fence between its store and its load, or both may miss the other's
+/// store (a lost wake-up). A full fence on the sender waits for its stores to reach the other
+/// core, a cache-line round trip on every message. Linux's membarrier(2) lets the receiver
+/// force that fence onto every running thread of the process instead, when it is about to
+/// sleep, after polling for a while anyway. Where membarrier is unavailable (not Linux, an old
+/// kernel, or a sanitizer that does not model it), both sides use ordinary fences.
+
+#include <atomic>
+
+#if defined(__linux__) && !defined(__SANITIZE_THREAD__)
+#include <linux/membarrier.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#define GCL_HAVE_MEMBARRIER 1
+#endif
+
+namespace gcl::detail {
+
+/// Whether membarrier works for this process: registers it on first use (once per process).
+inline bool asymmetric_fences_available() noexcept {
+#ifdef GCL_HAVE_MEMBARRIER
+  static bool const available =
+      syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
+  return available;
+#else
+  return false;
+#endif
+}
+
+/// The frequent side's fence: stops only the compiler when `asymmetric`.
+inline void light_fence(bool asymmetric) noexcept {
+  if (asymmetric)
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+  else
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+}
+
+/// The rare side's fence: a full fence on every running thread of the process when
+/// `asymmetric` (one system call and an interrupt per core).
+inline void heavy_fence(bool asymmetric) noexcept {
+#ifdef GCL_HAVE_MEMBARRIER
+  if (asymmetric && syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0) return;
+#endif
+  (void)asymmetric;
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+}
+
+}  // namespace gcl::detail
