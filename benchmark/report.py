@@ -32,9 +32,7 @@ MODES = {"b2b": "back to back: one barrier, then the calls with nothing in betwe
 
 
 def load(results):
-    """(coll, ranks, label, alg) -> list of {size: row}, and the set of timing modes seen."""
-    runs = collections.defaultdict(list)
-    modes = set()
+    runs = collections.defaultdict(list)  # (coll, ranks, label, alg) -> list of {size: row}
     for path in sorted(glob.glob(os.path.join(results, "*.csv"))):
         if os.path.basename(path) == "limits.csv":
             continue
@@ -44,10 +42,15 @@ def load(results):
         for r in rows:
             key = (r["collective"], int(r["ranks"]), r["label"], r["algorithm"])
             sweep[key][int(r["size_B"])] = r
-            modes.add(r.get("mode") or "barrier")  # rows from before the mode column: barrier
         for key, by_size in sweep.items():
             runs[key].append(by_size)
-    return runs, modes
+    return runs
+
+
+def timing_modes(runs):
+    """The timing modes of every row ("b2b", "barrier"); rows from before the mode column, and
+    torch_all_reduce.py's, were timed with a barrier before every call."""
+    return {r.get("mode") or "barrier" for sweeps in runs.values() for sw in sweeps for r in sw.values()}
 
 
 def medians(sweeps):
@@ -90,7 +93,8 @@ def main():
             if "=" in line:
                 k, v = line.rstrip("\n").split("=", 1)
                 meta[k] = meta.get(k, "") + (("\n" if k == "commands" else " | ") if k in meta else "") + v
-    runs, modes = load(results)
+    runs = load(results)
+    modes = timing_modes(runs)
     colls = [c for c in ("all_reduce", "broadcast", "reduce_scatter", "all_gather", "all_to_all")
              if any(k[0] == c for k in runs)]
     ranks = sorted({k[1] for k in runs})
