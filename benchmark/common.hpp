@@ -1,10 +1,9 @@
 #pragma once
 /// \file
-/// What every benchmark program shares, gcl's and the Open MPI peer's alike: the command line,
-/// the size sweep, the nccl-tests columns and bus-bandwidth factors, the integer-valued data
-/// patterns and their exact expected results, the timed loop, and the table/CSV/JSON printer.
-/// Nothing here knows gcl, so the peers (Open MPI, Gloo) time and format their rows with the
-/// very same code.
+/// What every benchmark program shares, gcl's and the peers' alike: the command line, the size
+/// sweep, the nccl-tests columns and bus-bandwidth factors, the integer-valued data patterns and
+/// their exact expected results, the timed loop, and the table/CSV/JSON printer. Nothing here
+/// knows gcl, so the peers (Open MPI, Gloo) time and format their rows with the very same code.
 ///
 ///     bench::options o;
 ///     CLI::App app{"all_reduce sweep"};
@@ -402,7 +401,7 @@ using loop_record = std::vector<double>;
 /// timestamp after each; call i lasted t_i - t_{i-1}, t_0 being the end of the barrier. This
 /// is how a training loop calls a collective, so the time includes what one call leaves to the
 /// next (a rank that returns early starts the next call early; work still in flight delays
-/// it), and it is what nccl-tests measures.
+/// it). nccl-tests too times its calls back to back (and reports their mean).
 ///
 /// `barrier_each`: a barrier before every call and each call timed alone, so that every call
 /// starts from quiet links with the ranks nearly in step: the latency of an isolated call.
