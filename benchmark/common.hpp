@@ -1,9 +1,9 @@
 #pragma once
 /// \file
-/// What every benchmark program shares, gcl's and the Open MPI peer's alike: the command line,
-/// the size sweep, the nccl-tests columns and bus-bandwidth factors, the integer-valued data
-/// patterns and their exact expected results, and the table/CSV/JSON printer. Nothing here
-/// knows gcl, so the MPI programs format their rows with the very same code.
+/// What every benchmark program shares, gcl's and the peers' alike: the command line, the size
+/// sweep, the nccl-tests columns and bus-bandwidth factors, the integer-valued data patterns and
+/// their exact expected results, the timed loop, and the table/CSV/JSON printer. Nothing here
+/// knows gcl, so the peers (Open MPI, Gloo) time and format their rows with the very same code.
 ///
 ///     bench::options o;
 ///     CLI::App app{"all_reduce sweep"};
@@ -115,8 +115,10 @@ struct options {
   std::string min_bytes = "8";
   std::string max_bytes = "64M";
   double factor = 2.0;
-  int iters = 20;
+  int iters = 500;           ///< most timed calls per size
+  double max_seconds = 1.0;  ///< ... fewer when they would take longer than this (0: no bound)
   int warmup = 5;
+  bool barrier = false;  ///< a barrier before every timed call (default: back to back)
   std::string dtype = "float";
   std::string op = "sum";
   int root = 0;
@@ -148,9 +150,18 @@ inline void add_common_options(CLI::App& app, options& o) {
   app.add_option("-f,--factor", o.factor, "size multiplier between rows (> 1)")
       ->check(CLI::Range(1.0001, 1e6))
       ->capture_default_str();
-  app.add_option("-n,--iters", o.iters, "timed iterations per size (median reported)")
+  app.add_option("-n,--iters", o.iters,
+                 "most timed calls per size (median reported; fewer if --max-seconds says so)")
       ->check(CLI::Range(1, 1000000))
       ->capture_default_str();
+  app.add_option("--max-seconds", o.max_seconds,
+                 "per size, time only as many calls as fit in about this long, judged from the "
+                 "warm-up calls (at least min(5, --iters); 0: always --iters)")
+      ->check(CLI::Range(0.0, 1e6))
+      ->capture_default_str();
+  app.add_flag("--barrier", o.barrier,
+               "a barrier before every timed call, each timed alone (default: back to back "
+               "after one barrier, as a training loop calls them)");
   app.add_option("-w,--warmup", o.warmup, "untimed iterations per size")
       ->check(CLI::Range(0, 1000000))
       ->capture_default_str();
@@ -353,6 +364,81 @@ inline void max_into(std::vector<double>& into, std::span<double const> other) {
     into[i] = std::max(into[i], other[i]);
 }
 
+/// The median time of `calls` untimed warm-up calls on this rank, in seconds (NaN for none):
+/// the estimate from which rank 0 decides how many calls to time (`timed_calls`).
+template <class Call>
+double warm_up(int calls, Call&& call) {
+  std::vector<double> d;
+  d.reserve(static_cast<std::size_t>(std::max(calls, 0)));
+  for (int i = 0; i < calls; ++i) {
+    auto t0 = clock::now();
+    call();
+    d.push_back(seconds_since(t0));
+  }
+  return median(std::move(d));
+}
+
+/// How many calls to time for one size: `--iters`, or fewer when they would take longer than
+/// `--max-seconds` at `per_call` seconds each, but at least min(5, --iters) so that a median
+/// means something. Only rank 0 decides (from its own warm-up): every rank must make the same
+/// number of calls, so the caller sends rank 0's answer to the others.
+inline int timed_calls(options const& o, double per_call) {
+  if (o.max_seconds <= 0 || !(per_call > 0)) return o.iters;
+  int const least = std::min(o.iters, 5);
+  double const fit = std::floor(o.max_seconds / per_call);
+  return static_cast<int>(
+      std::clamp(fit, static_cast<double>(least), static_cast<double>(o.iters)));
+}
+
+/// One rank's timed loop: the duration of each call in seconds, then their sum, in one vector,
+/// so that the ranks combine theirs with a single element-wise maximum (MPI_MAX, max_into):
+/// that gives, per call, the slowest rank's duration and, last, the slowest rank's total.
+using loop_record = std::vector<double>;
+
+/// Times `calls` calls of `call` on this rank.
+///
+/// Back to back (the default): one `barrier()`, then the calls with nothing in between, a
+/// timestamp after each; call i lasted t_i - t_{i-1}, t_0 being the end of the barrier. This
+/// is how a training loop calls a collective, so the time includes what one call leaves to the
+/// next (a rank that returns early starts the next call early; work still in flight delays
+/// it). nccl-tests too times its calls back to back (and reports their mean).
+///
+/// `barrier_each`: a barrier before every call and each call timed alone, so that every call
+/// starts from quiet links with the ranks nearly in step: the latency of an isolated call.
+template <class Barrier, class Call>
+loop_record time_calls(bool barrier_each, int calls, Barrier&& barrier, Call&& call) {
+  auto const n = static_cast<std::size_t>(calls);
+  loop_record r(n + 1);
+  if (barrier_each) {
+    double total = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      barrier();
+      auto t0 = clock::now();
+      call();
+      r[i] = seconds_since(t0);
+      total += r[i];
+    }
+    r[n] = total;
+    return r;
+  }
+  // Timestamps only, in memory written before the loop: no arithmetic between the calls.
+  std::vector<clock::time_point> t(n + 1);
+  barrier();
+  t[0] = clock::now();
+  for (std::size_t i = 1; i <= n; ++i) {
+    call();
+    t[i] = clock::now();
+  }
+  for (std::size_t i = 0; i < n; ++i) r[i] = std::chrono::duration<double>(t[i + 1] - t[i]).count();
+  r[n] = std::chrono::duration<double>(t[n] - t[0]).count();
+  return r;
+}
+
+/// "b2b" (back to back) or "barrier": the `mode` column.
+inline char const* mode_name(options const& o) {
+  return o.barrier ? "barrier" : "b2b";
+}
+
 // ---------------------------------------------------------------------------------------------
 // Output.
 
@@ -360,7 +446,9 @@ inline void max_into(std::vector<double>& into, std::span<double const> other) {
 struct row {
   std::uint64_t bytes = 0;  ///< size column: the collective's total buffer, as nccl-tests
   std::uint64_t count = 0;  ///< bytes / element size
-  double time_us = 0;       ///< median over iterations of the slowest rank's time
+  double time_us = 0;       ///< median over calls of the slowest rank's time
+  double mean_us = 0;       ///< the slowest rank's total time in calls / calls (nccl-tests')
+  int iters = 0;            ///< timed calls
   double algbw = 0;         ///< GB/s: bytes / time
   double busbw = 0;         ///< GB/s: algbw * bus_factor
   std::uint64_t wrong = 0;  ///< elements that differ from the exact result, over all ranks
@@ -374,13 +462,15 @@ class printer {
   printer(options const& o, collective c, int world, std::string impl, std::string algorithm)
       : o_(o), c_(c), world_(world), impl_(std::move(impl)), alg_(std::move(algorithm)) {}
 
-  /// Builds a row from the per-iteration times of the slowest rank.
-  row make_row(std::uint64_t count, std::vector<double> const& slowest_seconds,
-               std::uint64_t wrong) const {
+  /// Builds a row from the slowest rank's timed loop (the element-wise maximum of every rank's
+  /// `time_calls` record).
+  row make_row(std::uint64_t count, loop_record const& slowest, std::uint64_t wrong) const {
     row r;
     r.count = count;
     r.bytes = count * dtype_size(o_.dtype);
-    r.time_us = median(slowest_seconds) * 1e6;
+    r.iters = slowest.empty() ? 0 : static_cast<int>(slowest.size() - 1);
+    r.time_us = median(std::vector<double>(slowest.begin(), slowest.begin() + r.iters)) * 1e6;
+    r.mean_us = r.iters ? slowest.back() / r.iters * 1e6 : 0;
     r.algbw = r.time_us > 0 ? static_cast<double>(r.bytes) / (r.time_us * 1e3) : 0;
     r.busbw = r.algbw * bus_factor(c_, world_);
     r.wrong = wrong;
@@ -392,29 +482,36 @@ class printer {
     switch (o_.fmt()) {
       case format::table:
         std::printf(
-            "# %s: %s, algorithm %s, %d ranks, %s, op %s, %d warmup + %d timed iterations\n",
+            "# %s: %s, algorithm %s, %d ranks, %s, op %s, %d warmup + up to %d timed calls "
+            "(about %g s)\n",
             std::string(name_of(c_)).c_str(), impl_.c_str(), alg_.c_str(), world_, o_.dtype.c_str(),
-            reduces(c_) ? o_.op.c_str() : "none", o_.warmup, o_.iters);
-        std::printf("# time: median over iterations of the slowest rank; busbw = algbw * %.4g\n",
-                    bus_factor(c_, world_));
+            reduces(c_) ? o_.op.c_str() : "none", o_.warmup, o_.iters, o_.max_seconds);
+        std::printf("# mode %s: %s\n", mode_name(o_),
+                    o_.barrier ? "a barrier before every call, each call timed alone"
+                               : "one barrier, then the calls back to back");
+        std::printf(
+            "# time: median over calls of the slowest rank's; mean: slowest rank's total / calls; "
+            "busbw = algbw * %.4g\n",
+            bus_factor(c_, world_));
         std::printf("#\n");
-        std::printf("# %10s %12s %7s %6s %5s %11s %8s %8s %7s %11s\n", "size", "count", "type",
-                    "redop", "root", "time", "algbw", "busbw", "#wrong", "pred");
-        std::printf("# %10s %12s %7s %6s %5s %11s %8s %8s %7s %11s\n", "(B)", "(elements)", "", "",
-                    "", "(us)", "(GB/s)", "(GB/s)", "", "(us)");
+        std::printf("# %10s %12s %7s %6s %5s %11s %8s %8s %7s %11s %11s %6s\n", "size", "count",
+                    "type", "redop", "root", "time", "algbw", "busbw", "#wrong", "pred", "mean",
+                    "calls");
+        std::printf("# %10s %12s %7s %6s %5s %11s %8s %8s %7s %11s %11s %6s\n", "(B)", "(elements)",
+                    "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(us)", "");
         break;
       case format::csv:
         std::printf(
             "collective,impl,algorithm,label,ranks,size_B,count,type,redop,root,time_us,"
-            "algbw_GBps,busbw_GBps,wrong,pred_us\n");
+            "algbw_GBps,busbw_GBps,wrong,pred_us,mode,iters,mean_us\n");
         break;
       case format::json:
         std::printf(
             "{\"collective\": \"%s\", \"impl\": \"%s\", \"algorithm\": \"%s\", \"label\": "
             "\"%s\", \"ranks\": %d, \"type\": \"%s\", \"redop\": \"%s\", \"iters\": %d, "
-            "\"warmup\": %d, \"rows\": [",
+            "\"max_seconds\": %g, \"warmup\": %d, \"mode\": \"%s\", \"rows\": [",
             std::string(name_of(c_)).c_str(), impl_.c_str(), alg_.c_str(), o_.label.c_str(), world_,
-            o_.dtype.c_str(), redop().c_str(), o_.iters, o_.warmup);
+            o_.dtype.c_str(), redop().c_str(), o_.iters, o_.max_seconds, o_.warmup, mode_name(o_));
         break;
     }
     std::fflush(stdout);
@@ -427,10 +524,11 @@ class printer {
       case format::table: {
         char pred[32] = "-";
         if (!std::isnan(r.pred_us)) std::snprintf(pred, sizeof pred, "%.2f", r.pred_us);
-        std::printf("  %10llu %12llu %7s %6s %5s %11.2f %8.3f %8.3f %7s %11s\n",
+        std::printf("  %10llu %12llu %7s %6s %5s %11.2f %8.3f %8.3f %7s %11s %11.2f %6d\n",
                     static_cast<unsigned long long>(r.bytes),
                     static_cast<unsigned long long>(r.count), o_.dtype.c_str(), redop().c_str(),
-                    root.c_str(), r.time_us, r.algbw, r.busbw, wrong.c_str(), pred);
+                    root.c_str(), r.time_us, r.algbw, r.busbw, wrong.c_str(), pred, r.mean_us,
+                    r.iters);
         break;
       }
       case format::csv:
@@ -440,15 +538,16 @@ class printer {
                     static_cast<unsigned long long>(r.count), o_.dtype.c_str(), redop().c_str(),
                     root.c_str(), r.time_us, r.algbw, r.busbw, wrong.c_str());
         if (!std::isnan(r.pred_us)) std::printf("%.3f", r.pred_us);
-        std::printf("\n");
+        std::printf(",%s,%d,%.3f\n", mode_name(o_), r.iters, r.mean_us);
         break;
       case format::json:
         std::printf(
             "%s\n  {\"size\": %llu, \"count\": %llu, \"root\": %s, \"time_us\": %.3f, "
-            "\"algbw\": %.6f, \"busbw\": %.6f, \"wrong\": %s, \"pred_us\": ",
+            "\"algbw\": %.6f, \"busbw\": %.6f, \"wrong\": %s, \"mean_us\": %.3f, "
+            "\"iters\": %d, \"pred_us\": ",
             rows_ ? "," : "", static_cast<unsigned long long>(r.bytes),
             static_cast<unsigned long long>(r.count), root.c_str(), r.time_us, r.algbw, r.busbw,
-            r.checked ? wrong.c_str() : "null");
+            r.checked ? wrong.c_str() : "null", r.mean_us, r.iters);
         if (std::isnan(r.pred_us))
           std::printf("null}");
         else

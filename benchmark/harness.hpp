@@ -16,9 +16,11 @@
 ///     int main(int argc, char** argv) { return bench::run<all_reduce_call>(argc, argv); }
 ///
 /// Timing, per size: one untimed call on integer-valued data whose result is checked exactly
-/// (#wrong, summed over ranks); `--warmup` untimed calls; then `--iters` times { barrier; t0;
-/// call; t = now - t0 } on every rank. Rank 0 takes, per iteration, the slowest rank's time and
-/// reports the median over iterations.
+/// (#wrong, summed over ranks); `--warmup` untimed calls, from which rank 0 decides how many
+/// calls to time (up to `--iters`, about `--max-seconds` in all) and tells the others; then the
+/// timed calls, back to back after one barrier (or, with `--barrier`, a barrier before each):
+/// bench::time_calls. Rank 0 takes, per call, the slowest rank's time and reports the median
+/// over calls, and the slowest rank's total over the number of calls (the mean).
 
 #include <gcl/algorithm/direct.hpp>
 #include <gcl/algorithm/ring.hpp>
@@ -113,6 +115,7 @@ namespace detail {
 // User tags for the harness's own messages (never a collective's).
 inline constexpr gcl::tag barrier_tag{0x3fff0001};
 inline constexpr gcl::tag times_tag{0x3fff0002};
+inline constexpr gcl::tag calls_tag{0x3fff0003};
 
 // Dissemination barrier on point-to-point messages: ceil(log2 P) rounds, and every rank leaves
 // after the same number of message latencies, so ranks start timed iterations nearly together.
@@ -124,10 +127,18 @@ void barrier(Comm& comm) {
     comm.sendrecv((me + k) % p, out, (me - k + p) % p, in, barrier_tag);
 }
 
-// Rank 0 gets the element-wise max of every rank's per-iteration times and the sum of the
-// wrong counts; other ranks send theirs.
+// Every rank gets rank 0's `n` (the number of timed calls: all ranks must make the same).
 template <class Comm>
-std::uint64_t collect(Comm& comm, std::vector<double>& times, std::uint64_t wrong) {
+int from_rank0(Comm& comm, int n) {
+  if (comm.rank() != 0) return comm.template recv<int>(0, calls_tag);
+  for (int r = 1; r < comm.size(); ++r) comm.send(r, n, calls_tag);
+  return n;
+}
+
+// Rank 0 gets the element-wise max of every rank's timed loop (loop_record: per call, then the
+// total) and the sum of the wrong counts; other ranks send theirs.
+template <class Comm>
+std::uint64_t collect(Comm& comm, loop_record& times, std::uint64_t wrong) {
   if (comm.rank() != 0) {
     comm.send(0, times, times_tag);
     comm.send(0, wrong, times_tag);
@@ -179,21 +190,18 @@ std::uint64_t sweep(Comm& comm, gcl_options const& o, Op const& op, Alg const& a
       wrong = count_wrong<T>(kind, o.op, me, p, o.root, b.result(), o.inject_wrong && me == 0);
     }
     fill_timed_input<T>(o.op, b.in);
-    for (int i = 0; i < o.warmup; ++i) Call::run(comm, b, op, o.root, alg);
+    auto const call = [&] { Call::run(comm, b, op, o.root, alg); };
+    double const per_call = warm_up(o.warmup, call);
     // An algorithm that tunes itself (automatic) first settles, as in a training loop's first
     // iterations: every rank settles on the same call, so every rank leaves this loop together.
     if constexpr (kind == collective::all_reduce &&
                   requires { alg.tuned_choice(comm, std::size_t{}, sizeof(T), true); })
       while (!alg.tuned_choice(comm, static_cast<std::size_t>(n), sizeof(T),
                                gcl::enable_commutative<Op>))
-        Call::run(comm, b, op, o.root, alg);
-    std::vector<double> times(static_cast<std::size_t>(o.iters));
-    for (auto& t : times) {
-      barrier(comm);
-      auto t0 = clock::now();
-      Call::run(comm, b, op, o.root, alg);
-      t = seconds_since(t0);
-    }
+        call();
+    int const calls = from_rank0(comm, timed_calls(o, per_call));
+    loop_record times = time_calls(
+        o.barrier, calls, [&] { barrier(comm); }, call);
     wrong = collect(comm, times, wrong);
     if (me == 0) {
       row r = out.make_row(n, times, wrong);

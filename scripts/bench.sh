@@ -1,17 +1,32 @@
 #!/usr/bin/env bash
-# gcl side by side with Open MPI, in one run: installs what it needs (apt-get, only what is
-# missing), builds the benchmarks in Release, measures the machine's limits, then for P = 2 and
-# 4 and every repetition runs, one after the other so that they share the machine's state:
-#   gcl inproc (threads)               vs  Open MPI shared memory (--mca btl self,vader)
-#   gcl tcp (tools/gcl-launch, 1 proc/rank) vs Open MPI TCP (--mca btl self,tcp, lo)
-# and writes doc/benchmarks.md (tables with the ratio gcl / Open MPI per size) and
-# doc/img/bench_*.png (busbw and latency against size).
+# gcl side by side with Open MPI and Gloo, in one run: installs what it needs (apt-get, only
+# what is missing), builds the benchmarks in Release, measures the machine's limits (memcpy,
+# loopback TCP one way and duplex), then for P = 2 and 4 and every repetition runs, one after
+# the other so that they share the machine's state:
+#   gcl inproc (threads)                     vs  Open MPI shared memory (--mca btl self,vader)
+#   gcl tcp (tools/gcl-launch, 1 proc/rank)  vs  Open MPI TCP (--mca btl self,tcp, lo)
+#                                            and Gloo TCP (torch.distributed's CPU backend,
+#                                                tools/gcl-launch, 1 proc/rank; no reduce_scatter;
+#                                                skipped with a note if libgloo-dev is missing)
+# and writes doc/benchmarks.md (tables with the ratios gcl vs Open MPI and gcl vs Gloo per
+# size) and doc/img/bench_*.png (busbw and latency against size).
+#
+# Timing (every implementation alike, benchmark/common.hpp): per size, one barrier, then the
+# calls back to back as a training loop makes them; a call's time is the slowest rank's; the
+# median over calls is reported (up to --iters calls, fewer where they would exceed about
+# --max-seconds). --barrier puts a barrier before every call instead and times each alone.
 #
 #   scripts/bench.sh                 # all five collectives, 4 B .. 64 MiB, 3 repetitions
-#   scripts/bench.sh --quick         # all_reduce only, fewer sizes and iterations, 1 repetition
+#   scripts/bench.sh --quick         # all_reduce only, fewer sizes and calls, 1 repetition
+#   scripts/bench.sh --barrier       # a barrier before every call (isolated latency)
 #   scripts/bench.sh --collectives "all_reduce broadcast" --reps 5 --algorithms "ring automatic"
 #   scripts/bench.sh --keep --collectives "all_gather" --factor 4   # add to the last results
+#   scripts/bench.sh --quick --no-install --ranks 2 --max-bytes 4K --output /tmp/b/benchmarks.md
 #
+# Options: --quick, --collectives "C ...", --algorithms "A ...", --reps N, --ranks "P ...",
+# --max-bytes B, --factor F, --transports "inproc tcp", --iters SMALL LARGE (most calls per
+# size below / from 1 MiB), --max-seconds S (per size), --barrier, --no-install, --keep,
+# --output DIR/benchmarks.md (images go to DIR/img).
 # Environment: GCL_BUILD_DIR (default build-bench/), GCL_JOBS (default nproc).
 set -euo pipefail
 args="$*"
@@ -24,7 +39,10 @@ algorithms=""          # for all_reduce; empty: automatic (if built) and ring
 reps=3
 ranks="2 4"
 min=4 max=64M factor=2
-iters_small=50 iters_large=10 warmup=3
+iters_small=500 iters_large=100 warmup=3  # most timed calls per size, below / from 1 MiB
+max_seconds=1                              # ... fewer where they would take longer than this
+barrier=0
+limits_bytes=256M limits_tcp=1G
 transports="inproc tcp"
 install=1
 keep=0
@@ -32,7 +50,9 @@ out_md="$repo/doc/benchmarks.md"
 img="$repo/doc/img"
 while (($#)); do
   case "$1" in
-    --quick) collectives="all_reduce"; reps=1; factor=8; iters_small=20; iters_large=5; shift ;;
+    --quick)
+      collectives="all_reduce"; reps=1; factor=8; iters_small=100; iters_large=10; max_seconds=0.25
+      limits_bytes=64M; limits_tcp=256M; shift ;;
     --collectives) collectives="$2"; shift 2 ;;
     --algorithms) algorithms="$2"; shift 2 ;;
     --reps) reps="$2"; shift 2 ;;
@@ -43,8 +63,10 @@ while (($#)); do
     --no-install) install=0; shift ;;
     --keep) keep=1; shift ;;  # add to the previous run's results (e.g. other collectives)
     --iters) iters_small="$2"; iters_large="$3"; shift 3 ;;
+    --max-seconds) max_seconds="$2"; shift 2 ;;
+    --barrier) barrier=1; shift ;;
     --output) out_md="$2"; img="$(dirname "$2")/img"; shift 2 ;;
-    -h | --help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,/^# Environment/p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "bench.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -54,6 +76,8 @@ step() { printf '\n== %s\n' "$*" >&2; }
 if ((install)); then
   source "$repo/scripts/packages.sh"
   gcl_install_packages openmpi-bin libopenmpi-dev gnuplot-nox python3
+  # Gloo is a peer we can do without: a failure here is reported, not fatal.
+  gcl_install_packages libgloo-dev || echo "bench.sh: note: could not install libgloo-dev; Gloo is skipped" >&2
 fi
 
 step "configure and build (Release) in $build"
@@ -64,6 +88,20 @@ for c in $collectives; do targets+=("bench_$c" "mpi_$c"); done
 cmake --build "$build" -j "$jobs" --target "${targets[@]}"
 bin="$build/benchmark"
 [[ -x "$bin/mpi/all_reduce" ]] || { echo "bench.sh: Open MPI programs were not built (is libopenmpi-dev installed?)" >&2; exit 1; }
+# Gloo's programs (benchmark/peers/gloo_bench.cpp: all but reduce_scatter) when CMake found it.
+gloo_collectives=""
+if grep -q '^GCL_BENCH_GLOO:INTERNAL=ON' "$build/CMakeCache.txt"; then
+  gloo_targets=()
+  for c in $collectives; do
+    [[ $c == reduce_scatter ]] || { gloo_collectives+=" $c"; gloo_targets+=("gloo_$c"); }
+  done
+  if ((${#gloo_targets[@]})) && ! cmake --build "$build" -j "$jobs" --target "${gloo_targets[@]}"; then
+    echo "bench.sh: note: the Gloo programs did not build; Gloo is skipped" >&2
+    gloo_collectives=""
+  fi
+else
+  echo "bench.sh: note: Gloo not found (Debian: libgloo-dev); Gloo is skipped" >&2
+fi
 have_tcp=0
 if "$bin/${collectives%% *}" --help 2>&1 | grep -q tcp && grep -q GCL_BENCH_TCP "$build/benchmark/CMakeFiles/bench_${collectives%% *}.dir/flags.make" 2>/dev/null; then
   have_tcp=1
@@ -76,6 +114,9 @@ fi
 results="$build/bench-results"
 ((keep)) || rm -rf "$results"
 mkdir -p "$results"
+# Options every sweep gets (benchmark/sweep.sh adds them to each command).
+sweep_extra=(--max-seconds "$max_seconds")
+((barrier)) && sweep_extra+=(--barrier)
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 mpirun=(mpirun --allow-run-as-root --oversubscribe)
 # Open MPI binds each process to a core when ranks <= cores (its default for np <= 2) and not
@@ -88,12 +129,22 @@ meta memory "$(free -g | awk '/Mem:/{print $2 " GiB"}')"
 meta kernel "$(uname -r)"
 meta compiler "$(c++ --version | head -1)"
 meta openmpi "$(mpirun --version 2>/dev/null | head -1)"
+if [[ -n $gloo_collectives ]]; then
+  meta gloo "Gloo $(dpkg-query -W -f='${Version}' libgloo-dev 2>/dev/null || echo '(version unknown)') (Debian libgloo-dev), transport tcp, ranks not pinned (as torch.distributed)"
+else
+  meta gloo "not measured (libgloo-dev missing or not built)"
+fi
 meta load_before "$(cut -d' ' -f1-3 /proc/loadavg) (1, 5, 15 min; the machine is shared: others were compiling)"
-meta reps "$reps (each value: median over iterations of the slowest rank; tables: median over repetitions)"
-meta mode "sizes $min..$max x$factor; iterations $iters_small below 1 MiB, $iters_large from 1 MiB; warmup $warmup; ranks $ranks; transports $transports"
+meta reps "$reps (each value: median over calls of the slowest rank's time; tables: median over repetitions)"
+if ((barrier)); then
+  meta timing "barrier: a barrier before every call, each call timed alone (--barrier)"
+else
+  meta timing "b2b: one barrier, then the calls back to back, a timestamp after each (the default)"
+fi
+meta mode "sizes $min..$max x$factor; up to $iters_small calls per size below 1 MiB, $iters_large from 1 MiB, fewer where they would take over ${max_seconds} s; warmup $warmup; ranks $ranks; transports $transports"
 
 step "machine limits"
-"$bin/machine_limits" --bytes 256M --threads 2 --tcp-bytes 1G --csv | tee -a "$results/limits.csv"
+"$bin/machine_limits" --bytes "$limits_bytes" --threads 2 --tcp-bytes "$limits_tcp" --csv | tee -a "$results/limits.csv"
 
 source "$repo/benchmark/sweep.sh"  # gcl_sweep NAME CMD...: one sweep, CSV rows to $results/NAME.csv
 
@@ -118,6 +169,9 @@ for rep in $(seq 1 "$reps"); do
           done
         fi
         gcl_sweep "r${rep}_${c}_p${p}_mpitcp" "${mpirun[@]}" -n "$p" --mca btl self,tcp --mca btl_tcp_if_include lo "$bin/mpi/$c" --label mpitcp
+        if [[ " $gloo_collectives " == *" $c "* ]]; then
+          gcl_sweep "r${rep}_${c}_p${p}_gloo" "$repo/tools/gcl-launch" -n "$p" -- "$bin/gloo/$c" --label gloo
+        fi
       fi
     done
   done
@@ -125,10 +179,11 @@ done
 
 meta load_after "$(cut -d' ' -f1-3 /proc/loadavg)"
 meta commands "scripts/bench.sh $args
-$bin/<collective> --world-size P [--algorithm A] --label inproc --csv ...
-${mpirun[*]} -n P --mca btl self,vader $bin/mpi/<collective> --csv ...
-tools/gcl-launch -n P -- $bin/<collective> --transport tcp --csv ...
-${mpirun[*]} -n P --mca btl self,tcp --mca btl_tcp_if_include lo $bin/mpi/<collective> --csv ..."
+$bin/<collective> --world-size P [--algorithm A] --label inproc --csv ${sweep_extra[*]} ...
+${mpirun[*]} -n P --mca btl self,vader $bin/mpi/<collective> --csv ${sweep_extra[*]} ...
+tools/gcl-launch -n P -- $bin/<collective> --transport tcp --csv ${sweep_extra[*]} ...
+${mpirun[*]} -n P --mca btl self,tcp --mca btl_tcp_if_include lo $bin/mpi/<collective> --csv ${sweep_extra[*]} ...
+tools/gcl-launch -n P -- $bin/gloo/<collective> --csv ${sweep_extra[*]} ..."
 
 step "report: $out_md, $img/bench_*.png"
 python3 "$repo/benchmark/report.py" "$results" "$out_md" "$img"

@@ -1,6 +1,7 @@
-// The Open MPI peer of gcl's sweeps: the same sizes, data, result check, timing method and
-// columns (benchmark/common.hpp), on MPI_Allreduce, MPI_Bcast, MPI_Reduce_scatter_block,
-// MPI_Allgather and MPI_Alltoall. Built once per collective with BENCH_COLLECTIVE set.
+// The Open MPI peer of gcl's sweeps: the same sizes, data, result check, timing method (back
+// to back, or --barrier) and columns (benchmark/common.hpp), on MPI_Allreduce, MPI_Bcast,
+// MPI_Reduce_scatter_block, MPI_Allgather and MPI_Alltoall. Built once per collective with
+// BENCH_COLLECTIVE set.
 //
 //   mpirun -n 4 --mca btl self,vader benchmark/mpi/mpi_all_reduce --min-bytes 8 --max-bytes 64M
 
@@ -87,15 +88,13 @@ int sweep(bench::options const& o, int rank, int world) {
       MPI_Reduce(&mine, &wrong, 1, MPI_UINT64_T, MPI_SUM, 0, MPI_COMM_WORLD);
     }
     bench::fill_timed_input<T>(o.op, b.in);
-    for (int i = 0; i < o.warmup; ++i) run_once(b, o, world);
-    std::vector<double> times(static_cast<std::size_t>(o.iters));
-    for (auto& t : times) {
-      MPI_Barrier(MPI_COMM_WORLD);
-      auto t0 = bench::clock::now();
-      run_once(b, o, world);
-      t = bench::seconds_since(t0);
-    }
-    std::vector<double> slowest(times.size());
+    auto const call = [&] { run_once(b, o, world); };
+    double const per_call = bench::warm_up(o.warmup, call);
+    int calls = bench::timed_calls(o, per_call);  // rank 0's count, for every rank
+    MPI_Bcast(&calls, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    bench::loop_record times = bench::time_calls(
+        o.barrier, calls, [] { MPI_Barrier(MPI_COMM_WORLD); }, call);
+    bench::loop_record slowest(times.size());
     MPI_Reduce(times.data(), slowest.data(), static_cast<int>(times.size()), MPI_DOUBLE, MPI_MAX, 0,
                MPI_COMM_WORLD);
     if (rank == 0) out.print(out.make_row(n, slowest, wrong));

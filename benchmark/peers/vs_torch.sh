@@ -64,8 +64,9 @@ source "$repo/benchmark/sweep.sh"  # gcl_sweep NAME CMD...: one sweep, CSV rows 
 for rep in $(seq 1 "$reps"); do
   for p in $ranks; do
     gcl_sweep "r${rep}_p${p}_torch" "$py" "$repo/benchmark/peers/torch_all_reduce.py" --world-size "$p" --label torchgloo
-    gcl_sweep "r${rep}_p${p}_tcp" "$repo/tools/gcl-launch" -n "$p" -- "$bin/all_reduce" --transport tcp --algorithm automatic --label tcp
-    gcl_sweep "r${rep}_p${p}_inproc" "$bin/all_reduce" --world-size "$p" --algorithm automatic --label inproc
+    # --barrier: torch_all_reduce.py times each call alone after a barrier; gcl does the same here.
+    gcl_sweep "r${rep}_p${p}_tcp" "$repo/tools/gcl-launch" -n "$p" -- "$bin/all_reduce" --transport tcp --algorithm automatic --barrier --label tcp
+    gcl_sweep "r${rep}_p${p}_inproc" "$bin/all_reduce" --world-size "$p" --algorithm automatic --barrier --label inproc
   done
 done
 echo "load_after=$(cut -d' ' -f1-3 /proc/loadavg)" >>"$results/meta.txt"
