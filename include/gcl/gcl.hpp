@@ -10,6 +10,7 @@
 ///     });
 
 #include "algorithm/automatic.hpp"
+#include "algorithm/by_size.hpp"
 #include "algorithm/direct.hpp"
 #include "algorithm/halving_doubling.hpp"
 #include "algorithm/parameter_server.hpp"
@@ -33,5 +34,6 @@
 #include "op.hpp"
 #include "spawn.hpp"
 #include "stats.hpp"
+#include "transport_hints.hpp"
 #include "transport/inproc.hpp"
 #include "version.hpp"

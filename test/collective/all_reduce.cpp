@@ -70,7 +70,7 @@ BOOST_AUTO_TEST_CASE(scalar_span_and_array_payloads_and_defaults) {
   run(5, "P=5", [](auto& comm) {
     std::string err;
     int x = comm.rank();
-    gcl::all_reduce(comm, x);  // default: sum, ring
+    gcl::all_reduce(comm, x);  // default: sum, by_size
     if (x != 10) err += "scalar " + std::to_string(x) + "; ";
     std::array<double, 3> a{1, 2, double(comm.rank())};
     gcl::all_reduce(comm, std::span<double>(a), gcl::max{}, gcl::tree{});

@@ -12,7 +12,7 @@
 
 #include <span>
 
-#include "../algorithm/ring.hpp"
+#include "../algorithm/by_size.hpp"
 #include "../call_info.hpp"
 #include "../communicator.hpp"
 #include "../detail/collective_checks.hpp"
@@ -35,7 +35,9 @@ concept all_reduce_algorithm = algorithm<Alg> &&
 ///     gcl::all_reduce(comm, g, gcl::sum{}, gcl::ring{});   // bandwidth-optimal, large data
 ///     gcl::all_reduce(comm, g, gcl::sum{}, gcl::tree{});   // latency-optimal, small data
 ///     int n = 1; gcl::all_reduce(comm, n);                 // n == comm.size()
-template <class Transport, class R, class Op = sum, class Alg = ring>
+///
+/// Without an algorithm, `gcl::by_size` picks one per call from the size (algorithm/by_size.hpp).
+template <class Transport, class R, class Op = sum, class Alg = by_size>
 requires detail::writable_payload<R&&>
 void all_reduce(communicator<Transport>& comm, R&& data, Op const& op = {}, Alg const& alg = {}) {
   using T = detail::payload_value_t<R>;

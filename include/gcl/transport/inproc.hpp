@@ -37,6 +37,7 @@
 #include "../detail/call_progress.hpp"
 #include "../detail/deadline.hpp"
 #include "../error.hpp"
+#include "../transport_hints.hpp"
 #include "inproc/channel.hpp"
 #include "inproc/fence.hpp"
 
@@ -183,6 +184,10 @@ struct inproc_pending_recv {
 class inproc_transport {
  public:
   using options = inproc_options;
+  /// Where the default all_reduce switches algorithm between threads (measured back to back,
+  /// doc/benchmarks.md).
+  static constexpr all_reduce_thresholds default_all_reduce{.recursive_doubling_below = 16 * 1024,
+                                                            .ring_from = 256 * 1024};
 
   /// The shared state of `size` ranks. Outlives nothing: every transport keeps it alive.
   class group {

@@ -1,0 +1,71 @@
+#pragma once
+/// \file
+/// `gcl::by_size`: the default all_reduce algorithm. On each call it picks, from the bytes per
+/// rank alone, the algorithm that is fastest for that size: recursive doubling for small
+/// messages (log2 P rounds, the fewest: latency decides), halving-doubling in between (log2 P
+/// rounds of shrinking messages), ring for large ones (every byte crosses each link once, in
+/// chunks that keep every rank busy: bandwidth decides). As Open MPI's and MPICH's fixed
+/// decision rules do, and for the same reasons: the choice costs nothing (no message, no
+/// measurement), and every rank makes the same one because it sees the same size.
+///
+/// Where the sizes switch depends on the transport: messages between threads cost a fraction
+/// of a microsecond, between processes over TCP tens of microseconds, so TCP keeps the
+/// few-rounds algorithms to larger sizes. A transport says where by a static member
+/// `default_all_reduce` (transport_hints.hpp); the values were measured back to back on a 2-core machine (see
+/// doc/benchmarks.md), and a user who measures other crossovers passes their own:
+///
+///     gcl::all_reduce(comm, v);                                 // by_size, the transport's sizes
+///     gcl::all_reduce(comm, v, gcl::sum{}, gcl::by_size{.sizes = {.recursive_doubling_below = 1024,
+///                                                                 .ring_from = 1 << 20}});
+///
+/// A non-commutative operator never gets ring (it reorders operands); it gets halving-doubling.
+
+#include <cstddef>
+#include <optional>
+#include <span>
+#include <string_view>
+
+#include "../op.hpp"
+#include "../transport_hints.hpp"
+#include "halving_doubling.hpp"
+#include "recursive_doubling.hpp"
+#include "ring.hpp"
+
+namespace gcl {
+
+namespace detail {
+
+// The transport's thresholds (its static member `default_all_reduce`, looked for through
+// decorators such as `counting`, which name what they wrap `inner_type`), or the defaults.
+template <class Transport>
+constexpr all_reduce_thresholds thresholds_of() {
+  if constexpr (requires { Transport::default_all_reduce; })
+    return Transport::default_all_reduce;
+  else if constexpr (requires { typename Transport::inner_type; })
+    return thresholds_of<typename Transport::inner_type>();
+  else
+    return {};
+}
+
+}  // namespace detail
+
+struct by_size {
+  static constexpr std::string_view name = "by_size";
+  /// Ring, the one algorithm here that reorders operands, is only picked for commutative ones.
+  static constexpr bool needs_commutative = false;
+
+  /// Empty: the transport's (`Transport::default_all_reduce`, else `all_reduce_thresholds{}`).
+  std::optional<all_reduce_thresholds> sizes;
+
+  template <class Comm, class T, class Op>
+  void all_reduce(Comm& comm, std::span<T> data, Op const& op) const {
+    auto const t = sizes.value_or(detail::thresholds_of<typename Comm::transport_type>());
+    std::size_t const bytes = data.size_bytes();
+    if (bytes < t.recursive_doubling_below) return recursive_doubling{}.all_reduce(comm, data, op);
+    if constexpr (commutative_op<Op, T>)
+      if (bytes >= t.ring_from) return ring{}.all_reduce(comm, data, op);
+    halving_doubling{}.all_reduce(comm, data, op);
+  }
+};
+
+}  // namespace gcl

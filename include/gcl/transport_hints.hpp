@@ -1,0 +1,18 @@
+#pragma once
+/// \file
+/// What a transport may tell the algorithms about itself, so that the defaults fit it. Each
+/// is an optional static member of the transport; decorators (`counting`) pass their inner
+/// transport's on.
+
+#include <cstddef>
+
+namespace gcl {
+
+/// Where the default all_reduce algorithm (`gcl::by_size`) switches, in bytes per rank: a
+/// transport's `static constexpr all_reduce_thresholds default_all_reduce`.
+struct all_reduce_thresholds {
+  std::size_t recursive_doubling_below = 16 * 1024;  ///< below: recursive doubling
+  std::size_t ring_from = 256 * 1024;  ///< from here: ring (halving-doubling in between)
+};
+
+}  // namespace gcl

@@ -1,0 +1,88 @@
+#define BOOST_TEST_MODULE algorithm_by_size
+#include <boost/test/unit_test.hpp>
+
+#include <gcl/algorithm/by_size.hpp>
+#include <gcl/collective/all_reduce.hpp>
+#include <gcl/stats.hpp>
+#include <gcl/transport/inproc.hpp>
+
+#include "accounting.hpp"
+
+using namespace accounting;
+
+namespace {
+
+// Every message of a call, as the counting transport saw them: which algorithm ran shows in
+// how many messages of which sizes it sent.
+template <class T, class Op, class Alg>
+std::pair<std::uint64_t, std::map<std::uint64_t, std::uint64_t>> pattern(int p, std::size_t n,
+                                                                         Op op, Alg alg) {
+  auto r = run<T>(p, n, op, alg, [](int k, std::size_t i) { return static_cast<T>(value(k, i)); });
+  return {r.total.messages_sent, r.total.sent_sizes};
+}
+
+constexpr gcl::all_reduce_thresholds sizes{.recursive_doubling_below = 64, .ring_from = 1024};
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(picks_recursive_doubling_then_halving_doubling_then_ring_by_bytes_per_rank) {
+  gcl::by_size const alg{.sizes = sizes};
+  for (int p : {2, 3, 4, 5, 8})
+    for (std::size_t n : {std::size_t{1}, std::size_t{15}, std::size_t{16}, std::size_t{255},
+                          std::size_t{256}, std::size_t{1000}}) {
+      std::size_t const bytes = n * sizeof(float);
+      auto got = pattern<float>(p, n, gcl::sum{}, alg);
+      auto want = bytes < 64    ? pattern<float>(p, n, gcl::sum{}, gcl::recursive_doubling{})
+                  : bytes < 1024 ? pattern<float>(p, n, gcl::sum{}, gcl::halving_doubling{})
+                                 : pattern<float>(p, n, gcl::sum{}, gcl::ring{});
+      BOOST_TEST((got == want), "P=" << p << " " << bytes << " bytes");
+    }
+}
+
+BOOST_AUTO_TEST_CASE(sums_exactly_across_the_switches) {
+  gcl::by_size const alg{.sizes = sizes};
+  for (int p = 1; p <= 9; ++p)
+    for (std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{100}, std::size_t{300}}) {
+      auto r = run<std::int64_t>(p, n, gcl::sum{}, alg, value);
+      auto e = expected_sum<std::int64_t>(p, n, value);
+      for (int k = 0; k < p; ++k) BOOST_TEST(r.data[k] == e, "P=" << p << " n=" << n);
+    }
+}
+
+BOOST_AUTO_TEST_CASE(a_non_commutative_operator_gets_halving_doubling_where_ring_would_run) {
+  gcl::by_size const alg{.sizes = sizes};
+  for (int p : {2, 3, 4, 7}) {
+    std::size_t const n = 1024;  // 16 KiB of affine maps: ring's range
+    auto r = run<affine>(p, n, compose{}, alg, affine_of);
+    auto e = expected_composition(p, n);
+    for (int k = 0; k < p; ++k) BOOST_TEST((r.data[k] == e), "P=" << p << " rank " << k);
+    BOOST_TEST((pattern<affine>(p, n, compose{}, alg) ==
+                pattern<affine>(p, n, compose{}, gcl::halving_doubling{})));
+  }
+}
+
+// A transport's own thresholds are used when the call names none, through decorators.
+struct tiny_thresholds_transport : gcl::inproc_transport {
+  static constexpr gcl::all_reduce_thresholds default_all_reduce{.recursive_doubling_below = 8,
+                                                                 .ring_from = 16};
+};
+
+BOOST_AUTO_TEST_CASE(the_default_uses_the_transports_thresholds_through_counting) {
+  static_assert(gcl::detail::thresholds_of<gcl::counting<tiny_thresholds_transport>>().ring_from ==
+                16);
+  static_assert(gcl::detail::thresholds_of<gcl::counting<gcl::inproc_transport>>().ring_from ==
+                gcl::inproc_transport::default_all_reduce.ring_from);
+  // And the default algorithm of all_reduce is by_size: same messages as by_size{} names.
+  for (int p : {2, 4}) {
+    auto with_default = counted_run(p, [](auto& comm) {
+      std::vector<float> v(3000, 1.0f);
+      gcl::all_reduce(comm, v);
+    });
+    auto with_by_size = counted_run(p, [](auto& comm) {
+      std::vector<float> v(3000, 1.0f);
+      gcl::all_reduce(comm, v, gcl::sum{}, gcl::by_size{});
+    });
+    BOOST_TEST(with_default.sent_sizes == with_by_size.sent_sizes);
+    BOOST_TEST(with_default.messages_sent == with_by_size.messages_sent);
+  }
+}
