@@ -34,6 +34,7 @@
 #include "../call_info.hpp"
 #include "../detail/tcp_impl.hpp"
 #include "../error.hpp"
+#include "../transport_hints.hpp"
 #include "tcp_options.hpp"
 
 namespace gcl {
@@ -47,6 +48,11 @@ namespace gcl {
 class tcp_transport {
  public:
   using options = tcp_options;
+  /// Where the default all_reduce switches algorithm over TCP, where a message costs tens of
+  /// microseconds: the few-rounds algorithms keep larger sizes than between threads (measured
+  /// back to back, doc/benchmarks.md).
+  static constexpr all_reduce_thresholds default_all_reduce{.recursive_doubling_below = 64 * 1024,
+                                                            .ring_from = 1024 * 1024};
 
   /// Forms the job with the other ranks described by `o` (rendezvous through rank 0).
   explicit tcp_transport(tcp_options const& o)
