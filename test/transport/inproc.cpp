@@ -311,3 +311,80 @@ BOOST_AUTO_TEST_CASE(size_mismatch_names_both_sizes_either_way) {
                           });
   }
 }
+
+// A large message is offered: the receiver copies it from the sender's buffer. A send returns
+// only when the buffer is free again: the receiver has copied it, or (a late receiver) the
+// sender has copied it into the channel. Overwriting the buffer right after send must not
+// change what the receiver gets, whichever happened.
+BOOST_AUTO_TEST_CASE(a_large_send_leaves_the_buffer_free_whether_the_receiver_is_early_or_late) {
+  constexpr std::size_t n = (1u << 20) / sizeof(std::uint32_t);
+  for (auto receiver_delay : {0ms, 30ms}) {
+    gcl::spawn<inproc_transport>(2, [&](auto& comm) {
+      if (comm.rank() == 0) {
+        for (std::uint32_t k = 0; k < 4; ++k) {
+          auto v = pattern(n, k);
+          comm.send(1, v);
+          std::fill(v.begin(), v.end(), 0xdeadbeef);  // the send has returned: ours again
+        }
+      } else {
+        std::this_thread::sleep_for(receiver_delay);
+        std::vector<std::uint32_t> in(n);
+        for (std::uint32_t k = 0; k < 4; ++k) {
+          comm.recv(0, in);
+          RANK_TEST_REQUIRE((in == pattern(n, k)), "message " << k);
+        }
+      }
+    });
+  }
+}
+
+// Large and small messages on two tags, received tag by tag in the opposite order of their
+// sending: a receive takes a message from the middle of the channel (a large one too, offered
+// or withdrawn), and each tag's messages still arrive in send order.
+BOOST_AUTO_TEST_CASE(large_and_small_messages_out_of_tag_order_keep_fifo_per_tag) {
+  gcl::spawn<inproc_transport>(2, [](auto& comm) {
+    std::size_t const sizes[] = {5, 70000, 3, 200000};
+    if (comm.rank() == 0) {
+      for (std::uint32_t k = 0; k < 4; ++k) {
+        comm.send(1, pattern(sizes[k], k), gcl::tag{1});
+        comm.send(1, pattern(sizes[3 - k], 10 + k), gcl::tag{2});
+      }
+    } else {
+      for (std::uint32_t k = 0; k < 4; ++k) {
+        std::vector<std::uint32_t> in(sizes[3 - k]);
+        comm.recv(0, in, gcl::tag{2});
+        RANK_TEST((in == pattern(sizes[3 - k], 10 + k)), "tag 2, message " << k);
+      }
+      for (std::uint32_t k = 0; k < 4; ++k) {
+        std::vector<std::uint32_t> in(sizes[k]);
+        comm.recv(0, in, gcl::tag{1});
+        RANK_TEST((in == pattern(sizes[k], k)), "tag 1, message " << k);
+      }
+    }
+  });
+}
+
+// With no polling, every wait sleeps and every message must wake its receiver: a lost wake-up
+// (the sleeper and the sender missing each other's store) would leave a receive asleep until
+// the timeout, which fails the test. Many rounds, to give a race a chance to show.
+BOOST_AUTO_TEST_CASE(sleeping_receivers_are_always_woken) {
+  for (int p : {2, 3}) {
+    gcl::spawn<inproc_transport>(
+        p,
+        [p](auto& comm) {
+          int const right = (comm.rank() + 1) % p, left = (comm.rank() + p - 1) % p;
+          std::uint32_t token = 0;
+          for (std::uint32_t k = 0; k < 3000; ++k) {
+            if (comm.rank() == 0) {
+              comm.send(right, k);
+              token = comm.template recv<std::uint32_t>(left);
+            } else {
+              token = comm.template recv<std::uint32_t>(left);
+              comm.send(right, token);
+            }
+            RANK_TEST_REQUIRE(token == k);
+          }
+        },
+        {.timeout = 20s, .spin = 0us});
+  }
+}
