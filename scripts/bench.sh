@@ -120,7 +120,8 @@ sweep_extra=(--max-seconds "$max_seconds")
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 mpirun=(mpirun --allow-run-as-root --oversubscribe)
 # Open MPI binds each process to a core when ranks <= cores (its default for np <= 2) and not
-# when ranks outnumber cores; gcl's harness does the same with its default --bind auto.
+# when ranks outnumber cores; gcl-launch does the same by default (--bind auto), and so does
+# gcl's harness for its threads.
 meta() { printf '%s=%s\n' "$1" "$2" >>"$results/meta.txt"; }
 meta date "$(date -u '+%Y-%m-%d %H:%M UTC')"
 meta machine "$(uname -n), $(nproc) cores visible"
@@ -170,7 +171,8 @@ for rep in $(seq 1 "$reps"); do
         fi
         gcl_sweep "r${rep}_${c}_p${p}_mpitcp" "${mpirun[@]}" -n "$p" --mca btl self,tcp --mca btl_tcp_if_include lo "$bin/mpi/$c" --label mpitcp
         if [[ " $gloo_collectives " == *" $c "* ]]; then
-          gcl_sweep "r${rep}_${c}_p${p}_gloo" "$repo/tools/gcl-launch" -n "$p" -- "$bin/gloo/$c" --label gloo
+          # Unbound, as torchrun leaves them (gcl-launch would bind them when P <= cores).
+          gcl_sweep "r${rep}_${c}_p${p}_gloo" "$repo/tools/gcl-launch" -n "$p" --bind none -- "$bin/gloo/$c" --label gloo
         fi
       fi
     done
