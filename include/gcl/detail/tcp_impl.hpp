@@ -14,7 +14,11 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/write.hpp>
 
+#include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
+
+#include <cerrno>
 
 #include <chrono>
 #include <condition_variable>
@@ -60,13 +64,23 @@ struct tcp_message {
 };
 
 // One frame waiting to be written. A data frame lives on the sender's stack until `done`; bye
-// and abort frames are owned by the queue.
+// and abort frames are owned by the queue. `sent` bytes of it (header, then payload) are out.
 struct tcp_write {
   std::array<std::byte, frame_header_size> header{};
   std::span<std::byte const> payload;
   std::string owned_payload;
+  std::size_t sent = 0;
   bool owned = false, shutdown_after = false, done = false;
   boost::system::error_code ec;
+
+  std::size_t size() const noexcept { return header.size() + payload.size(); }
+  // What is left to write, as (pointer, length) pairs; empty ones have length 0.
+  std::array<std::pair<std::byte const*, std::size_t>, 2> rest() const noexcept {
+    if (sent < header.size())
+      return {{{header.data() + sent, header.size() - sent}, {payload.data(), payload.size()}}};
+    auto done_payload = sent - header.size();
+    return {{{payload.data() + done_payload, payload.size() - done_payload}, {nullptr, 0}}};
+  }
 };
 
 // A receive waiting on the receiver's stack for the I/O thread to fill it directly.
@@ -90,7 +104,16 @@ struct transfer_all_large {
 struct tcp_peer {
   std::optional<tcp::socket> socket;
   std::string where;  // "rank 3 at 10.0.0.3:41234"
+  // Exactly one writer per socket at any time, so that frames never interleave: `writing`
+  // (under tcp_impl::mutex_) is held either by the I/O thread, which then works through
+  // `writes` (under mutex_ too) until it is empty, or by the caller while send() writes its own
+  // frame on the socket's descriptor. Frames queued while the caller writes wait for it.
   std::deque<tcp_write*> writes;
+  bool writing = false;
+  // The descriptor the caller writes on: set while the socket is open. fd_mutex keeps the I/O
+  // thread from closing it (and the number from being reused) during the caller's write.
+  std::mutex fd_mutex;
+  int fd = -1;
   std::array<std::byte, frame_header_size> rx_header{};
   frame_header rx;
   tcp_message rx_message;  // a payload being queued; rx_received of its bytes have arrived
@@ -126,7 +149,10 @@ class tcp_impl {
     for (int r = 0; r < o_.size; ++r) {
       peers_[r].socket = std::move(rendezvous_->peers()[r]);
       peers_[r].where = rendezvous_->where()[r];
-      if (peers_[r].socket) read_header(r);
+      if (peers_[r].socket) {
+        peers_[r].fd = peers_[r].socket->native_handle();
+        read_header(r);
+      }
     }
     io_.restart();  // the rendezvous may have run it out of work
     guard_.emplace(io_.get_executor());
@@ -186,7 +212,6 @@ class tcp_impl {
       throw transport_error(errc::peer_closed, prefix() + "send to " + peers_[peer].where + " (" +
                                                    describe(call_) +
                                                    "): that rank has already closed its transport");
-    lock.unlock();
     tcp_write w;
     frame_header h;
     h.tag = static_cast<std::uint32_t>(tg);
@@ -195,16 +220,40 @@ class tcp_impl {
     h.length = out.size();
     h.encode(w.header.data());
     w.payload = out;
-    asio::post(io_, [this, peer, &w] { enqueue(peer, &w); });
-    lock.lock();
+    auto& p = peers_[peer];
+    if (p.writing) {
+      // The I/O thread is writing to this peer (our frame goes after its frames).
+      p.writes.push_back(&w);
+    } else {
+      // Nobody writes to this peer: write the frame from this thread, as far as the kernel takes
+      // it without blocking. All of it (the common case): done, no other thread involved.
+      p.writing = true;
+      lock.unlock();
+      auto ec = write_now(p, w);
+      lock.lock();
+      if (!ec && w.sent == w.size()) {
+        release_writer(peer);
+        return;
+      }
+      if (ec) {
+        release_writer(peer);
+        write_failed(peer, ec);
+        throw_if_unusable(lock, "send to", peer);
+        throw transport_error(errc::peer_closed,
+                              prefix() + "send to " + p.where + " failed: " + ec.message());
+      }
+      // The kernel's buffer is full: the I/O thread writes the rest (it keeps the writer role).
+      p.writes.push_front(&w);
+      asio::post(io_, [this, peer] { start_write(peer); });
+    }
     auto deadline = std::chrono::steady_clock::now() + o_.timeout;
     bool in_time = changed_.wait_until(lock, deadline, [&] { return w.done || unusable(); });
     if (!w.done) {
       if (!in_time) {
         auto stall = stall_report(lock);
         auto what = timeout_text(prefix(), call_,
-                                 "send to " + peers_[peer].where + " (" +
-                                     std::to_string(out.size()) + " bytes: the peer does not read)",
+                                 "send to " + p.where + " (" + std::to_string(out.size()) +
+                                     " bytes: the peer does not read)",
                                  format_duration(o_.timeout), stall, unread_report());
         poison(errc::timeout, what, true);
       }
@@ -215,8 +264,8 @@ class tcp_impl {
     }
     if (w.ec) {
       throw_if_unusable(lock, "send to", peer);
-      throw transport_error(errc::peer_closed, prefix() + "send to " + peers_[peer].where +
-                                                   " failed: " + w.ec.message());
+      throw transport_error(errc::peer_closed,
+                            prefix() + "send to " + p.where + " failed: " + w.ec.message());
     }
   }
 
@@ -540,48 +589,115 @@ class tcp_impl {
   // Every owned frame is counted from here until complete(), whichever way it completes, so
   // that shut_down() waits for exactly the frames still on their way out.
   void enqueue(int r, tcp_write* w) {
-    if (w->owned) {
-      std::lock_guard lock(mutex_);
-      ++owned_writes_;
-    }
     auto& p = peers_[r];
-    if (!p.socket || !p.socket->is_open()) return complete(w, asio::error::not_connected);
-    p.writes.push_back(w);
-    if (p.writes.size() == 1) start_write(r);
+    {
+      std::lock_guard lock(mutex_);
+      if (w->owned) ++owned_writes_;
+      p.writes.push_back(w);
+      if (p.writing) return;  // the writer (this thread's chain, or the caller) takes it next
+      p.writing = true;
+    }
+    start_write(r);
   }
 
+  // On the I/O thread, holding peer r's writer role: writes the front frame of its queue from
+  // where it stands, then the next, until the queue is empty; then gives the role up.
   void start_write(int r) {
     auto& p = peers_[r];
-    tcp_write* w = p.writes.front();
-    std::array<asio::const_buffer, 2> bufs{asio::buffer(w->header),
-                                           asio::buffer(w->payload.data(), w->payload.size())};
+    tcp_write* w = nullptr;
+    {
+      std::lock_guard lock(mutex_);
+      if (p.writes.empty()) {
+        p.writing = false;
+        return;
+      }
+      w = p.writes.front();
+    }
+    if (!p.socket || !p.socket->is_open()) return fail_writes(r, asio::error::not_connected);
+    auto rest = w->rest();
+    std::array<asio::const_buffer, 2> bufs{asio::buffer(rest[0].first, rest[0].second),
+                                           asio::buffer(rest[1].first, rest[1].second)};
     asio::async_write(*p.socket, bufs, transfer_all_large{},
                       [this, r](boost::system::error_code ec, std::size_t) {
                         auto& p = peers_[r];
-                        tcp_write* w = p.writes.front();
-                        p.writes.pop_front();
+                        tcp_write* w = nullptr;
+                        {
+                          std::lock_guard lock(mutex_);
+                          w = p.writes.front();
+                          p.writes.pop_front();
+                        }
                         if (!ec && w->shutdown_after)
                           p.socket->shutdown(tcp::socket::shutdown_send, ec);
                         if (ec) {
                           std::lock_guard lock(mutex_);
-                          if (!closing_ && !leaving_)
-                            poison(errc::peer_closed,
-                                   prefix() + "send to " + p.where + " failed: " + ec.message() +
-                                       " (did that rank exit or get killed?)",
-                                   true);
+                          write_failed(r, ec);
                         }
                         complete(w, ec);
-                        if (!p.writes.empty()) {
-                          if (p.socket->is_open())
-                            start_write(r);
-                          else
-                            while (!p.writes.empty()) {
-                              auto* next = p.writes.front();
-                              p.writes.pop_front();
-                              complete(next, asio::error::not_connected);
-                            }
-                        }
+                        start_write(r);
                       });
+  }
+
+  // On the I/O thread, holding peer r's writer role on a closed socket: every queued frame fails.
+  void fail_writes(int r, boost::system::error_code ec) {
+    auto& p = peers_[r];
+    for (;;) {
+      tcp_write* w = nullptr;
+      {
+        std::lock_guard lock(mutex_);
+        if (p.writes.empty()) {
+          p.writing = false;
+          return;
+        }
+        w = p.writes.front();
+        p.writes.pop_front();
+      }
+      complete(w, ec);
+    }
+  }
+
+  // Under mutex_, on the caller's thread, which holds peer r's writer role and is done with its
+  // own frame: frames queued meanwhile go to the I/O thread with the role, else it is free.
+  void release_writer(int r) {
+    if (peers_[r].writes.empty())
+      peers_[r].writing = false;
+    else
+      asio::post(io_, [this, r] { start_write(r); });
+  }
+
+  // Under mutex_: a write to peer r failed (the caller's or the I/O thread's).
+  void write_failed(int r, boost::system::error_code ec) {
+    if (closing_ || leaving_) return;
+    poison(errc::peer_closed,
+           prefix() + "send to " + peers_[r].where + " failed: " + ec.message() +
+               " (did that rank exit or get killed?)",
+           true);
+  }
+
+  // On the caller's thread, holding peer p's writer role: as much of `w` as the kernel takes
+  // now, without blocking (MSG_DONTWAIT) and without SIGPIPE from a dead peer (MSG_NOSIGNAL).
+  // Returns the socket's error, if any; `w.sent` says how far it got.
+  static boost::system::error_code write_now(tcp_peer& p, tcp_write& w) {
+    std::lock_guard fd_lock(p.fd_mutex);
+    if (p.fd < 0) return asio::error::not_connected;
+    for (;;) {
+      auto rest = w.rest();
+      std::array<iovec, 2> iov{};
+      msghdr msg{};
+      msg.msg_iov = iov.data();
+      for (auto const& [data, len] : rest)
+        if (len != 0)
+          iov[msg.msg_iovlen++] = {const_cast<std::byte*>(data),
+                                   len};  // NOLINT: iovec is not const
+      ssize_t n = ::sendmsg(p.fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (n >= 0) {
+        // Less than all: the socket's buffer is full (trying again now would say EAGAIN).
+        w.sent += static_cast<std::size_t>(n);
+        return {};
+      }
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) return {};
+      return {errno, asio::error::get_system_category()};
+    }
   }
 
   void complete(tcp_write* w, boost::system::error_code ec) {
@@ -598,9 +714,14 @@ class tcp_impl {
     changed_.notify_all();
   }
 
+  // On the I/O thread. Not during a write of the caller's (fd_mutex), so that the caller never
+  // writes on a descriptor number that has been closed and reused.
   void close_peer(int r) {
+    auto& p = peers_[r];
+    std::lock_guard fd_lock(p.fd_mutex);
+    p.fd = -1;
     boost::system::error_code ec;
-    if (peers_[r].socket) peers_[r].socket->close(ec);
+    if (p.socket) p.socket->close(ec);
   }
 
   void read_header(int r) {
@@ -852,8 +973,7 @@ class tcp_impl {
     asio::post(io_, [this] {
       boost::system::error_code ec;
       acceptor_.close(ec);
-      for (auto& p : peers_)
-        if (p.socket) p.socket->close(ec);
+      for (int r = 0; r < o_.size; ++r) close_peer(r);
       io_.stop();
     });
     guard_.reset();
