@@ -20,6 +20,7 @@
 
 #include <cerrno>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
@@ -136,7 +137,7 @@ class tcp_impl {
       std::lock_guard lock(abort_->mutex);
       abort_->members.emplace_back(this, [this] {
         std::lock_guard l(mutex_);
-        changed_.notify_all();
+        notify();
       });
     }
     try {
@@ -246,8 +247,11 @@ class tcp_impl {
       p.writes.push_front(&w);
       asio::post(io_, [this, peer] { start_write(peer); });
     }
-    auto deadline = std::chrono::steady_clock::now() + o_.timeout;
-    bool in_time = changed_.wait_until(lock, deadline, [&] { return w.done || unusable(); });
+    auto const now = std::chrono::steady_clock::now();
+    auto const deadline = now + o_.timeout, spin_until = now + o_.spin;
+    while (!w.done && !unusable() && std::chrono::steady_clock::now() < deadline)
+      await(lock, spin_until, deadline);
+    bool const in_time = w.done || unusable();
     if (!w.done) {
       if (!in_time) {
         auto stall = stall_report(lock);
@@ -276,7 +280,7 @@ class tcp_impl {
     check_peer(peer, "recv from");
     std::unique_lock lock(mutex_);
     auto const start = std::chrono::steady_clock::now();
-    auto const deadline = start + o_.timeout;
+    auto const deadline = start + o_.timeout, spin_until = start + o_.spin;
     // While it waits inside a collective, the rank asks its peers where they are, first after
     // 100 ms and then at doubling intervals up to 5 s: ranks that only wait in calls they
     // disagree about (different roots of a reduce) exchange no message that could show it.
@@ -340,7 +344,7 @@ class tcp_impl {
           query_interval = std::min(query_interval * 2, std::chrono::milliseconds(5000));
           next_query = now + query_interval;
         }
-        changed_.wait_until(lock, std::min(deadline, next_query));
+        await(lock, spin_until, std::min(deadline, next_query));
         continue;  // re-checks everything above
       }
       auto stall = stall_report(lock);
@@ -375,6 +379,37 @@ class tcp_impl {
   }
 
   bool unusable() const { return poisoned_ || abort_->aborted; }
+
+  // Under mutex_: something the caller may wait for has happened. Counted in events_, so that
+  // a caller that polls (await) sees it without sleeping on changed_.
+  void notify() {
+    events_.fetch_add(1, std::memory_order_release);
+    changed_.notify_all();
+  }
+
+  // Under mutex_, on the caller's thread: returns after the next notify() (or spuriously), or
+  // at `until`. Waking a sleeping thread costs tens of microseconds (a futex call and a
+  // reschedule), more than a small message's whole trip, so until `spin_until` it polls
+  // events_ without the lock instead, yielding the core on every round (a rank that shares
+  // the core, or this rank's own I/O thread, gets to run), as inproc_transport does. Every
+  // event is counted under the lock, so one that happens before the sleep is never missed.
+  void await(std::unique_lock<std::mutex>& lock, std::chrono::steady_clock::time_point spin_until,
+             std::chrono::steady_clock::time_point until) {
+    auto const seen = events_.load(std::memory_order_relaxed);
+    auto const poll_until = std::min(spin_until, until);
+    if (std::chrono::steady_clock::now() < poll_until) {
+      lock.unlock();
+      bool news = false;
+      while (!(news = events_.load(std::memory_order_acquire) != seen) &&
+             std::chrono::steady_clock::now() < poll_until)
+        std::this_thread::yield();
+      // Not lock(): the notifier may still hold the mutex, and a contended std::mutex sleeps in
+      // the kernel at once, which costs the very wake-up that polling is here to avoid.
+      while (!lock.try_lock()) std::this_thread::yield();
+      if (news || events_.load(std::memory_order_relaxed) != seen) return;
+    }
+    changed_.wait_until(lock, until);
+  }
 
   // Under mutex_: the disagreement that rank r's bye shows (it ended its job before a
   // collective this rank has begun, or after another call of the same number), or "".
@@ -493,7 +528,7 @@ class tcp_impl {
     auto const fields = decode_status(h, o_.size).value;  // on_header refused a bad one
     rank_status st{r, true, h.call.sequence, fields.in_call, fields.waiting_for, h.call};
     peers_[r].status = st;
-    changed_.notify_all();
+    notify();
     if (h.call.kind == call_kind::point_to_point) return;
     if (auto const* mine = progress_.recall(h.call.sequence); mine && !(*mine == h.call))
       found_mismatch(prefix() + two_calls(r, h.call, o_.rank, *mine));
@@ -522,7 +557,7 @@ class tcp_impl {
     poisoned_ = true;
     poison_code_ = code;
     poison_what_ = what;
-    changed_.notify_all();
+    notify();
     if (!tell || abort_->aborted) return;
     ++owned_writes_;  // until the frames are queued, so shut_down() waits for them
     asio::post(io_, [this, code, what] {
@@ -542,7 +577,7 @@ class tcp_impl {
       }
       std::lock_guard lock(mutex_);
       --owned_writes_;
-      changed_.notify_all();
+      notify();
     });
   }
 
@@ -705,13 +740,13 @@ class tcp_impl {
     if (w->owned) {
       delete w;
       --owned_writes_;
-      changed_.notify_all();
+      notify();
       return;
     }
     // After this, `w` (on the sender's stack) may be gone.
     w->ec = ec;
     w->done = true;
-    changed_.notify_all();
+    notify();
   }
 
   // On the I/O thread. Not during a write of the caller's (fd_mutex), so that the caller never
@@ -754,7 +789,7 @@ class tcp_impl {
       p.last_call = p.rx.call;
       // A rank that ended before this rank's current collective will never take part in it.
       if (auto what = ended_disagreement(r); !what.empty()) found_mismatch(what);
-      changed_.notify_all();
+      notify();
       return read_header(r);  // until EOF
     }
     if (p.rx.type == frame_type::status_query) {
@@ -851,7 +886,7 @@ class tcp_impl {
         std::lock_guard lock(mutex_);
         posted_->st = ec ? tcp_posted_recv::failed : tcp_posted_recv::done;
         posted_ = nullptr;
-        changed_.notify_all();
+        notify();
       }
       if (ec) return on_read_error(r, ec);
       return read_header(r);
@@ -879,7 +914,7 @@ class tcp_impl {
       wrong = prefix() + progress_.disagreement(o_.rank, r, p.rx_message.call);
     inbox_[key(r, tag{p.rx.tag})].push_back(std::move(p.rx_message));  // nothing lost
     if (!wrong.empty()) found_mismatch(wrong);
-    changed_.notify_all();
+    notify();
     read_header(r);
   }
 
@@ -887,7 +922,7 @@ class tcp_impl {
     auto& p = peers_[r];
     std::lock_guard lock(mutex_);
     p.ended = true;
-    changed_.notify_all();
+    notify();
     if (closing_ || leaving_ || ec == asio::error::operation_aborted) return;
     if (p.finished) return;  // the EOF after its bye
     poison(errc::peer_closed,
@@ -895,7 +930,7 @@ class tcp_impl {
                (ec == asio::error::eof ? std::string("connection closed") : ec.message()) +
                " before it finished (the process exited, crashed or was killed)",
            true);  // ranks that wait on us, not on the lost rank, learn which rank was lost
-    changed_.notify_all();
+    notify();
   }
 
   // Says bye to every peer (after any queued frames) and waits for theirs, so that every
@@ -943,7 +978,7 @@ class tcp_impl {
         }
         std::lock_guard lock(mutex_);
         --owned_writes_;
-        changed_.notify_all();
+        notify();
       });
     }
     {
@@ -1028,6 +1063,7 @@ class tcp_impl {
 
   std::mutex mutex_;
   std::condition_variable changed_;
+  std::atomic<std::uint32_t> events_{0};  // notify()s so far, for a caller that polls (await)
   std::unordered_map<std::uint64_t, std::deque<tcp_message>> inbox_;
   std::vector<tcp_message> pool_;
   tcp_posted_recv* posted_ = nullptr;  // at most one: recv blocks its only caller
