@@ -116,29 +116,34 @@ BOOST_AUTO_TEST_CASE(point_to_point_all_pairs_all_sizes) {
 }
 
 BOOST_AUTO_TEST_CASE(fifo_per_source_and_tag_with_interleaved_tags_and_sizes) {
-  gcl::spawn<tcp_transport>(
-      3,
-      [](auto& comm) {
-        auto& t = comm.transport();
-        int const me = t.rank();
-        if (me != 0) {
-          for (std::uint32_t i = 0; i < 300; ++i) {
-            auto v = pattern(i % 17 + static_cast<std::size_t>(me), i);
-            t.send(0, gcl::tag{i % 3}, bytes(v));
+  // With the default polling and without (every wait sleeps at once).
+  for (auto spin : {std::chrono::microseconds{50}, std::chrono::microseconds{0}}) {
+    auto o = quick();
+    o.spin = spin;
+    gcl::spawn<tcp_transport>(
+        3,
+        [](auto& comm) {
+          auto& t = comm.transport();
+          int const me = t.rank();
+          if (me != 0) {
+            for (std::uint32_t i = 0; i < 300; ++i) {
+              auto v = pattern(i % 17 + static_cast<std::size_t>(me), i);
+              t.send(0, gcl::tag{i % 3}, bytes(v));
+            }
+          } else {
+            for (std::uint32_t tg : {2u, 0u, 1u})
+              for (int src : {2, 1})
+                for (std::uint32_t i = tg; i < 300; i += 3) {
+                  std::vector<std::uint32_t> got(i % 17 + static_cast<std::size_t>(src));
+                  t.recv(src, gcl::tag{tg}, wbytes(got));
+                  expect(got == pattern(got.size(), i),
+                         "message " + std::to_string(i) + " from " + std::to_string(src));
+                }
           }
-        } else {
-          for (std::uint32_t tg : {2u, 0u, 1u})
-            for (int src : {2, 1})
-              for (std::uint32_t i = tg; i < 300; i += 3) {
-                std::vector<std::uint32_t> got(i % 17 + static_cast<std::size_t>(src));
-                t.recv(src, gcl::tag{tg}, wbytes(got));
-                expect(got == pattern(got.size(), i),
-                       "message " + std::to_string(i) + " from " + std::to_string(src));
-              }
-        }
-      },
-      quick());
-  check_rank_failures();
+        },
+        o);
+    check_rank_failures();
+  }
 }
 
 BOOST_AUTO_TEST_CASE(eager_send_256_mib_everybody_sends_then_receives) {
@@ -458,6 +463,7 @@ BOOST_AUTO_TEST_CASE(from_env_reads_gcl_then_common_then_launcher_variables) {
                                            {"GCL_MASTER_PORT", "29500"},
                                            {"GCL_TOKEN", "t"},
                                            {"GCL_TIMEOUT", "1.5"},
+                                           {"GCL_SPIN_US", "0"},
                                            {"RANK", "3"}}));
   BOOST_TEST(o.rank == 2);
   BOOST_TEST(o.size == 4);
@@ -465,6 +471,7 @@ BOOST_AUTO_TEST_CASE(from_env_reads_gcl_then_common_then_launcher_variables) {
   BOOST_TEST(o.master_port == 29500);
   BOOST_TEST(o.token == "t");
   BOOST_TEST(o.timeout.count() == 1500);
+  BOOST_TEST(o.spin.count() == 0);
 
   o = gcl::tcp_options::from_env(env({{"OMPI_COMM_WORLD_RANK", "1"},
                                       {"OMPI_COMM_WORLD_SIZE", "2"},
@@ -473,6 +480,7 @@ BOOST_AUTO_TEST_CASE(from_env_reads_gcl_then_common_then_launcher_variables) {
   BOOST_TEST(o.rank == 1);
   BOOST_TEST(o.size == 2);
   BOOST_TEST(o.master_addr == "h");
+  BOOST_TEST(o.spin.count() == 50);
   o = gcl::tcp_options::from_env(env({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "1"}}));
   BOOST_TEST(o.size == 1);
   o = gcl::tcp_options::from_env(env({{"PMI_RANK", "3"},
@@ -502,6 +510,7 @@ BOOST_AUTO_TEST_CASE(from_env_reads_gcl_then_common_then_launcher_variables) {
         "MASTER_PORT='99999'");
   fails({{"WORLD_SIZE", "1"}, {"RANK", "0"}, {"GCL_TIMEOUT", "-1"}}, "GCL_TIMEOUT='-1'");
   fails({{"WORLD_SIZE", "1"}, {"RANK", "0"}, {"GCL_ADDRESS_FAMILY", "7"}}, "GCL_ADDRESS_FAMILY");
+  fails({{"WORLD_SIZE", "1"}, {"RANK", "0"}, {"GCL_SPIN_US", "-5"}}, "GCL_SPIN_US='-5'");
 }
 
 BOOST_AUTO_TEST_CASE(ipv6_loopback) {

@@ -435,6 +435,41 @@ BOOST_AUTO_TEST_CASE(a_queued_message_larger_than_the_receive_step_arrives_intac
   BOOST_TEST((got == big));
 }
 
+BOOST_AUTO_TEST_CASE(a_peer_that_dies_in_the_middle_of_a_large_send_is_reported_lost) {
+  // Rank 0 sends 32 MiB to rank 1 (played by hand): its caller writes what the kernel takes at
+  // once, the I/O thread the rest. Rank 1 reads 1 MiB and dies (a reset, as when a process is
+  // killed with unread data). Rank 0's send fails naming rank 1, and so does its next call.
+  std::vector<std::byte> big(std::size_t{32} << 20, std::byte{7});
+  tcp_transport::group g(2, options(20s));
+  std::optional<gcl::transport_error> error, next;
+  fake_rank fake;
+  {
+    std::jthread rank0([&] {
+      auto t = g.connect(0);
+      try {
+        t.send(1, gcl::tag{3}, big);
+      } catch (gcl::transport_error const& e) {
+        error = e;
+      }
+      try {
+        t.send(1, gcl::tag{3}, std::span(big).first(8));
+      } catch (gcl::transport_error const& e) {
+        next = e;
+      }
+    });
+    fake.join(g.options(), 1);
+    std::vector<std::byte> some(std::size_t{1} << 20);
+    BOOST_TEST(!read_for(fake.io, fake.socket, some, 20s).ec);
+    fake.socket.set_option(asio::socket_base::linger(true, 0));  // close with a reset
+    fake.socket.close();
+  }
+  for (auto const& e : {error, next}) {
+    BOOST_TEST_MESSAGE(code_and_text(e));
+    BOOST_TEST((e && e->code() == gcl::errc::peer_closed), code_and_text(e));
+    BOOST_TEST(contains(code_and_text(e), "rank 1 at 127.0.0.1:"), code_and_text(e));
+  }
+}
+
 // ---- what the rendezvous says ----
 
 BOOST_AUTO_TEST_CASE(a_rank_waiting_for_higher_ranks_says_so_not_an_answered_connection) {

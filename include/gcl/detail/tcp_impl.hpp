@@ -14,8 +14,13 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/write.hpp>
 
+#include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
+#include <cerrno>
+
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
@@ -60,13 +65,23 @@ struct tcp_message {
 };
 
 // One frame waiting to be written. A data frame lives on the sender's stack until `done`; bye
-// and abort frames are owned by the queue.
+// and abort frames are owned by the queue. `sent` bytes of it (header, then payload) are out.
 struct tcp_write {
   std::array<std::byte, frame_header_size> header{};
   std::span<std::byte const> payload;
   std::string owned_payload;
+  std::size_t sent = 0;
   bool owned = false, shutdown_after = false, done = false;
   boost::system::error_code ec;
+
+  std::size_t size() const noexcept { return header.size() + payload.size(); }
+  // What is left to write, as (pointer, length) pairs; empty ones have length 0.
+  std::array<std::pair<std::byte const*, std::size_t>, 2> rest() const noexcept {
+    if (sent < header.size())
+      return {{{header.data() + sent, header.size() - sent}, {payload.data(), payload.size()}}};
+    auto done_payload = sent - header.size();
+    return {{{payload.data() + done_payload, payload.size() - done_payload}, {nullptr, 0}}};
+  }
 };
 
 // A receive waiting on the receiver's stack for the I/O thread to fill it directly.
@@ -90,7 +105,16 @@ struct transfer_all_large {
 struct tcp_peer {
   std::optional<tcp::socket> socket;
   std::string where;  // "rank 3 at 10.0.0.3:41234"
+  // Exactly one writer per socket at any time, so that frames never interleave: `writing`
+  // (under tcp_impl::mutex_) is held either by the I/O thread, which then works through
+  // `writes` (under mutex_ too) until it is empty, or by the caller while send() writes its own
+  // frame on the socket's descriptor. Frames queued while the caller writes wait for it.
   std::deque<tcp_write*> writes;
+  bool writing = false;
+  // The descriptor the caller writes on: set while the socket is open. fd_mutex keeps the I/O
+  // thread from closing it (and the number from being reused) during the caller's write.
+  std::mutex fd_mutex;
+  int fd = -1;
   std::array<std::byte, frame_header_size> rx_header{};
   frame_header rx;
   tcp_message rx_message;  // a payload being queued; rx_received of its bytes have arrived
@@ -113,7 +137,7 @@ class tcp_impl {
       std::lock_guard lock(abort_->mutex);
       abort_->members.emplace_back(this, [this] {
         std::lock_guard l(mutex_);
-        changed_.notify_all();
+        notify();
       });
     }
     try {
@@ -126,7 +150,10 @@ class tcp_impl {
     for (int r = 0; r < o_.size; ++r) {
       peers_[r].socket = std::move(rendezvous_->peers()[r]);
       peers_[r].where = rendezvous_->where()[r];
-      if (peers_[r].socket) read_header(r);
+      if (peers_[r].socket) {
+        peers_[r].fd = peers_[r].socket->native_handle();
+        read_header(r);
+      }
     }
     io_.restart();  // the rendezvous may have run it out of work
     guard_.emplace(io_.get_executor());
@@ -186,7 +213,6 @@ class tcp_impl {
       throw transport_error(errc::peer_closed, prefix() + "send to " + peers_[peer].where + " (" +
                                                    describe(call_) +
                                                    "): that rank has already closed its transport");
-    lock.unlock();
     tcp_write w;
     frame_header h;
     h.tag = static_cast<std::uint32_t>(tg);
@@ -195,16 +221,43 @@ class tcp_impl {
     h.length = out.size();
     h.encode(w.header.data());
     w.payload = out;
-    asio::post(io_, [this, peer, &w] { enqueue(peer, &w); });
-    lock.lock();
-    auto deadline = std::chrono::steady_clock::now() + o_.timeout;
-    bool in_time = changed_.wait_until(lock, deadline, [&] { return w.done || unusable(); });
+    auto& p = peers_[peer];
+    if (p.writing) {
+      // The I/O thread is writing to this peer (our frame goes after its frames).
+      p.writes.push_back(&w);
+    } else {
+      // Nobody writes to this peer: write the frame from this thread, as far as the kernel takes
+      // it without blocking. All of it (the common case): done, no other thread involved.
+      p.writing = true;
+      lock.unlock();
+      auto ec = write_now(p, w);
+      lock.lock();
+      if (!ec && w.sent == w.size()) {
+        release_writer(peer);
+        return;
+      }
+      if (ec) {
+        release_writer(peer);
+        write_failed(peer, ec);
+        throw_if_unusable(lock, "send to", peer);
+        throw transport_error(errc::peer_closed,
+                              prefix() + "send to " + p.where + " failed: " + ec.message());
+      }
+      // The kernel's buffer is full: the I/O thread writes the rest (it keeps the writer role).
+      p.writes.push_front(&w);
+      asio::post(io_, [this, peer] { start_write(peer); });
+    }
+    auto const now = std::chrono::steady_clock::now();
+    auto const deadline = now + o_.timeout, spin_until = now + o_.spin;
+    while (!w.done && !unusable() && std::chrono::steady_clock::now() < deadline)
+      await(lock, spin_until, deadline);
+    bool const in_time = w.done || unusable();
     if (!w.done) {
       if (!in_time) {
         auto stall = stall_report(lock);
         auto what = timeout_text(prefix(), call_,
-                                 "send to " + peers_[peer].where + " (" +
-                                     std::to_string(out.size()) + " bytes: the peer does not read)",
+                                 "send to " + p.where + " (" + std::to_string(out.size()) +
+                                     " bytes: the peer does not read)",
                                  format_duration(o_.timeout), stall, unread_report());
         poison(errc::timeout, what, true);
       }
@@ -215,8 +268,8 @@ class tcp_impl {
     }
     if (w.ec) {
       throw_if_unusable(lock, "send to", peer);
-      throw transport_error(errc::peer_closed, prefix() + "send to " + peers_[peer].where +
-                                                   " failed: " + w.ec.message());
+      throw transport_error(errc::peer_closed,
+                            prefix() + "send to " + p.where + " failed: " + w.ec.message());
     }
   }
 
@@ -227,7 +280,7 @@ class tcp_impl {
     check_peer(peer, "recv from");
     std::unique_lock lock(mutex_);
     auto const start = std::chrono::steady_clock::now();
-    auto const deadline = start + o_.timeout;
+    auto const deadline = start + o_.timeout, spin_until = start + o_.spin;
     // While it waits inside a collective, the rank asks its peers where they are, first after
     // 100 ms and then at doubling intervals up to 5 s: ranks that only wait in calls they
     // disagree about (different roots of a reduce) exchange no message that could show it.
@@ -291,7 +344,7 @@ class tcp_impl {
           query_interval = std::min(query_interval * 2, std::chrono::milliseconds(5000));
           next_query = now + query_interval;
         }
-        changed_.wait_until(lock, std::min(deadline, next_query));
+        await(lock, spin_until, std::min(deadline, next_query));
         continue;  // re-checks everything above
       }
       auto stall = stall_report(lock);
@@ -326,6 +379,37 @@ class tcp_impl {
   }
 
   bool unusable() const { return poisoned_ || abort_->aborted; }
+
+  // Under mutex_: something the caller may wait for has happened. Counted in events_, so that
+  // a caller that polls (await) sees it without sleeping on changed_.
+  void notify() {
+    events_.fetch_add(1, std::memory_order_release);
+    changed_.notify_all();
+  }
+
+  // Under mutex_, on the caller's thread: returns after the next notify() (or spuriously), or
+  // at `until`. Waking a sleeping thread costs tens of microseconds (a futex call and a
+  // reschedule), more than a small message's whole trip, so until `spin_until` it polls
+  // events_ without the lock instead, yielding the core on every round (a rank that shares
+  // the core, or this rank's own I/O thread, gets to run), as inproc_transport does. Every
+  // event is counted under the lock, so one that happens before the sleep is never missed.
+  void await(std::unique_lock<std::mutex>& lock, std::chrono::steady_clock::time_point spin_until,
+             std::chrono::steady_clock::time_point until) {
+    auto const seen = events_.load(std::memory_order_relaxed);
+    auto const poll_until = std::min(spin_until, until);
+    if (std::chrono::steady_clock::now() < poll_until) {
+      lock.unlock();
+      bool news = false;
+      while (!(news = events_.load(std::memory_order_acquire) != seen) &&
+             std::chrono::steady_clock::now() < poll_until)
+        std::this_thread::yield();
+      // Not lock(): the notifier may still hold the mutex, and a contended std::mutex sleeps in
+      // the kernel at once, which costs the very wake-up that polling is here to avoid.
+      while (!lock.try_lock()) std::this_thread::yield();
+      if (news || events_.load(std::memory_order_relaxed) != seen) return;
+    }
+    changed_.wait_until(lock, until);
+  }
 
   // Under mutex_: the disagreement that rank r's bye shows (it ended its job before a
   // collective this rank has begun, or after another call of the same number), or "".
@@ -444,7 +528,7 @@ class tcp_impl {
     auto const fields = decode_status(h, o_.size).value;  // on_header refused a bad one
     rank_status st{r, true, h.call.sequence, fields.in_call, fields.waiting_for, h.call};
     peers_[r].status = st;
-    changed_.notify_all();
+    notify();
     if (h.call.kind == call_kind::point_to_point) return;
     if (auto const* mine = progress_.recall(h.call.sequence); mine && !(*mine == h.call))
       found_mismatch(prefix() + two_calls(r, h.call, o_.rank, *mine));
@@ -473,7 +557,7 @@ class tcp_impl {
     poisoned_ = true;
     poison_code_ = code;
     poison_what_ = what;
-    changed_.notify_all();
+    notify();
     if (!tell || abort_->aborted) return;
     ++owned_writes_;  // until the frames are queued, so shut_down() waits for them
     asio::post(io_, [this, code, what] {
@@ -493,7 +577,7 @@ class tcp_impl {
       }
       std::lock_guard lock(mutex_);
       --owned_writes_;
-      changed_.notify_all();
+      notify();
     });
   }
 
@@ -540,48 +624,115 @@ class tcp_impl {
   // Every owned frame is counted from here until complete(), whichever way it completes, so
   // that shut_down() waits for exactly the frames still on their way out.
   void enqueue(int r, tcp_write* w) {
-    if (w->owned) {
-      std::lock_guard lock(mutex_);
-      ++owned_writes_;
-    }
     auto& p = peers_[r];
-    if (!p.socket || !p.socket->is_open()) return complete(w, asio::error::not_connected);
-    p.writes.push_back(w);
-    if (p.writes.size() == 1) start_write(r);
+    {
+      std::lock_guard lock(mutex_);
+      if (w->owned) ++owned_writes_;
+      p.writes.push_back(w);
+      if (p.writing) return;  // the writer (this thread's chain, or the caller) takes it next
+      p.writing = true;
+    }
+    start_write(r);
   }
 
+  // On the I/O thread, holding peer r's writer role: writes the front frame of its queue from
+  // where it stands, then the next, until the queue is empty; then gives the role up.
   void start_write(int r) {
     auto& p = peers_[r];
-    tcp_write* w = p.writes.front();
-    std::array<asio::const_buffer, 2> bufs{asio::buffer(w->header),
-                                           asio::buffer(w->payload.data(), w->payload.size())};
+    tcp_write* w = nullptr;
+    {
+      std::lock_guard lock(mutex_);
+      if (p.writes.empty()) {
+        p.writing = false;
+        return;
+      }
+      w = p.writes.front();
+    }
+    if (!p.socket || !p.socket->is_open()) return fail_writes(r, asio::error::not_connected);
+    auto rest = w->rest();
+    std::array<asio::const_buffer, 2> bufs{asio::buffer(rest[0].first, rest[0].second),
+                                           asio::buffer(rest[1].first, rest[1].second)};
     asio::async_write(*p.socket, bufs, transfer_all_large{},
                       [this, r](boost::system::error_code ec, std::size_t) {
                         auto& p = peers_[r];
-                        tcp_write* w = p.writes.front();
-                        p.writes.pop_front();
+                        tcp_write* w = nullptr;
+                        {
+                          std::lock_guard lock(mutex_);
+                          w = p.writes.front();
+                          p.writes.pop_front();
+                        }
                         if (!ec && w->shutdown_after)
                           p.socket->shutdown(tcp::socket::shutdown_send, ec);
                         if (ec) {
                           std::lock_guard lock(mutex_);
-                          if (!closing_ && !leaving_)
-                            poison(errc::peer_closed,
-                                   prefix() + "send to " + p.where + " failed: " + ec.message() +
-                                       " (did that rank exit or get killed?)",
-                                   true);
+                          write_failed(r, ec);
                         }
                         complete(w, ec);
-                        if (!p.writes.empty()) {
-                          if (p.socket->is_open())
-                            start_write(r);
-                          else
-                            while (!p.writes.empty()) {
-                              auto* next = p.writes.front();
-                              p.writes.pop_front();
-                              complete(next, asio::error::not_connected);
-                            }
-                        }
+                        start_write(r);
                       });
+  }
+
+  // On the I/O thread, holding peer r's writer role on a closed socket: every queued frame fails.
+  void fail_writes(int r, boost::system::error_code ec) {
+    auto& p = peers_[r];
+    for (;;) {
+      tcp_write* w = nullptr;
+      {
+        std::lock_guard lock(mutex_);
+        if (p.writes.empty()) {
+          p.writing = false;
+          return;
+        }
+        w = p.writes.front();
+        p.writes.pop_front();
+      }
+      complete(w, ec);
+    }
+  }
+
+  // Under mutex_, on the caller's thread, which holds peer r's writer role and is done with its
+  // own frame: frames queued meanwhile go to the I/O thread with the role, else it is free.
+  void release_writer(int r) {
+    if (peers_[r].writes.empty())
+      peers_[r].writing = false;
+    else
+      asio::post(io_, [this, r] { start_write(r); });
+  }
+
+  // Under mutex_: a write to peer r failed (the caller's or the I/O thread's).
+  void write_failed(int r, boost::system::error_code ec) {
+    if (closing_ || leaving_) return;
+    poison(errc::peer_closed,
+           prefix() + "send to " + peers_[r].where + " failed: " + ec.message() +
+               " (did that rank exit or get killed?)",
+           true);
+  }
+
+  // On the caller's thread, holding peer p's writer role: as much of `w` as the kernel takes
+  // now, without blocking (MSG_DONTWAIT) and without SIGPIPE from a dead peer (MSG_NOSIGNAL).
+  // Returns the socket's error, if any; `w.sent` says how far it got.
+  static boost::system::error_code write_now(tcp_peer& p, tcp_write& w) {
+    std::lock_guard fd_lock(p.fd_mutex);
+    if (p.fd < 0) return asio::error::not_connected;
+    for (;;) {
+      auto rest = w.rest();
+      std::array<iovec, 2> iov{};
+      msghdr msg{};
+      msg.msg_iov = iov.data();
+      for (auto const& [data, len] : rest)
+        if (len != 0)
+          iov[msg.msg_iovlen++] = {const_cast<std::byte*>(data),
+                                   len};  // NOLINT: iovec is not const
+      ssize_t n = ::sendmsg(p.fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (n >= 0) {
+        // Less than all: the socket's buffer is full (trying again now would say EAGAIN).
+        w.sent += static_cast<std::size_t>(n);
+        return {};
+      }
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) return {};
+      return {errno, asio::error::get_system_category()};
+    }
   }
 
   void complete(tcp_write* w, boost::system::error_code ec) {
@@ -589,18 +740,23 @@ class tcp_impl {
     if (w->owned) {
       delete w;
       --owned_writes_;
-      changed_.notify_all();
+      notify();
       return;
     }
     // After this, `w` (on the sender's stack) may be gone.
     w->ec = ec;
     w->done = true;
-    changed_.notify_all();
+    notify();
   }
 
+  // On the I/O thread. Not during a write of the caller's (fd_mutex), so that the caller never
+  // writes on a descriptor number that has been closed and reused.
   void close_peer(int r) {
+    auto& p = peers_[r];
+    std::lock_guard fd_lock(p.fd_mutex);
+    p.fd = -1;
     boost::system::error_code ec;
-    if (peers_[r].socket) peers_[r].socket->close(ec);
+    if (p.socket) p.socket->close(ec);
   }
 
   void read_header(int r) {
@@ -633,7 +789,7 @@ class tcp_impl {
       p.last_call = p.rx.call;
       // A rank that ended before this rank's current collective will never take part in it.
       if (auto what = ended_disagreement(r); !what.empty()) found_mismatch(what);
-      changed_.notify_all();
+      notify();
       return read_header(r);  // until EOF
     }
     if (p.rx.type == frame_type::status_query) {
@@ -730,7 +886,7 @@ class tcp_impl {
         std::lock_guard lock(mutex_);
         posted_->st = ec ? tcp_posted_recv::failed : tcp_posted_recv::done;
         posted_ = nullptr;
-        changed_.notify_all();
+        notify();
       }
       if (ec) return on_read_error(r, ec);
       return read_header(r);
@@ -758,7 +914,7 @@ class tcp_impl {
       wrong = prefix() + progress_.disagreement(o_.rank, r, p.rx_message.call);
     inbox_[key(r, tag{p.rx.tag})].push_back(std::move(p.rx_message));  // nothing lost
     if (!wrong.empty()) found_mismatch(wrong);
-    changed_.notify_all();
+    notify();
     read_header(r);
   }
 
@@ -766,7 +922,7 @@ class tcp_impl {
     auto& p = peers_[r];
     std::lock_guard lock(mutex_);
     p.ended = true;
-    changed_.notify_all();
+    notify();
     if (closing_ || leaving_ || ec == asio::error::operation_aborted) return;
     if (p.finished) return;  // the EOF after its bye
     poison(errc::peer_closed,
@@ -774,7 +930,7 @@ class tcp_impl {
                (ec == asio::error::eof ? std::string("connection closed") : ec.message()) +
                " before it finished (the process exited, crashed or was killed)",
            true);  // ranks that wait on us, not on the lost rank, learn which rank was lost
-    changed_.notify_all();
+    notify();
   }
 
   // Says bye to every peer (after any queued frames) and waits for theirs, so that every
@@ -822,7 +978,7 @@ class tcp_impl {
         }
         std::lock_guard lock(mutex_);
         --owned_writes_;
-        changed_.notify_all();
+        notify();
       });
     }
     {
@@ -852,8 +1008,7 @@ class tcp_impl {
     asio::post(io_, [this] {
       boost::system::error_code ec;
       acceptor_.close(ec);
-      for (auto& p : peers_)
-        if (p.socket) p.socket->close(ec);
+      for (int r = 0; r < o_.size; ++r) close_peer(r);
       io_.stop();
     });
     guard_.reset();
@@ -908,6 +1063,7 @@ class tcp_impl {
 
   std::mutex mutex_;
   std::condition_variable changed_;
+  std::atomic<std::uint32_t> events_{0};  // notify()s so far, for a caller that polls (await)
   std::unordered_map<std::uint64_t, std::deque<tcp_message>> inbox_;
   std::vector<tcp_message> pool_;
   tcp_posted_recv* posted_ = nullptr;  // at most one: recv blocks its only caller

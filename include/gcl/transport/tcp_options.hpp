@@ -40,6 +40,11 @@ struct tcp_options {
   /// evaluation or a checkpoint while the others wait in the next collective. A dead peer is
   /// noticed at once whatever the timeout; only a hung or stopped one waits this long.
   std::chrono::milliseconds timeout{std::chrono::minutes{30}};
+  /// How long a blocked `send` or `recv` polls for its message before sleeping on a condition
+  /// variable. Waking a sleeping thread costs tens of microseconds (a futex call and a
+  /// reschedule), more than a small message's trip over loopback; polling yields the core on
+  /// every round, so ranks that outnumber the cores still make progress. 0: never poll.
+  std::chrono::microseconds spin{50};
   /// Job token: every connection must present the same one, else it is refused. Not a secret
   /// against an attacker on the wire (it is hashed, not encrypted): it keeps jobs apart. Empty
   /// here; `from_env` fills it from GCL_TOKEN or the launcher's job identity, and
@@ -67,6 +72,7 @@ struct tcp_options {
   /// | master_port | GCL_MASTER_PORT, MASTER_PORT (required when size > 1)                     |
   /// | token       | GCL_TOKEN, else the launcher's job identity (see below)                   |
   /// | timeout     | GCL_TIMEOUT (seconds, may be fractional; default 30 minutes)              |
+  /// | spin        | GCL_SPIN_US (microseconds, 0 to 1000000; default 50)                      |
   /// | bind        | GCL_BIND_ADDR, GCL_INTERFACE, GCL_ADDRESS_FAMILY (4, 6, v4, v6, any)      |
   ///
   /// Without GCL_TOKEN the token is derived from the first of these that is set, which every
@@ -151,6 +157,8 @@ struct tcp_options {
                           "' is not a positive number of seconds");
       o.timeout = std::chrono::milliseconds(static_cast<long long>(std::ceil(s * 1000)));
     }
+    if (auto s = first({"GCL_SPIN_US"}))
+      o.spin = std::chrono::microseconds(integer(*s, 0, 1000000));
     if (auto b = first({"GCL_BIND_ADDR"})) o.bind_address = b->second;
     if (auto i = first({"GCL_INTERFACE"})) o.interface_name = i->second;
     if (auto f = first({"GCL_ADDRESS_FAMILY"})) {
