@@ -4,7 +4,7 @@
 
 struct all_reduce_call {
   static constexpr bench::collective kind = bench::collective::all_reduce;
-  static constexpr std::string_view default_algorithm = "ring";
+  static constexpr std::string_view default_algorithm = "by_size";  // gcl::all_reduce's default
   template <class Alg, class Comm, class T, class Op>
   static constexpr bool supports = gcl::all_reduce_algorithm<Alg, Comm, T, Op>;
   template <class Comm, class T, class Op, class Alg>

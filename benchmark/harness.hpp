@@ -53,6 +53,10 @@
 #include <gcl/algorithm/automatic.hpp>
 #define GCL_BENCH_HAS_AUTO 1
 #endif
+#if __has_include(<gcl/algorithm/by_size.hpp>)
+#include <gcl/algorithm/by_size.hpp>
+#define GCL_BENCH_HAS_BY_SIZE 1
+#endif
 
 #if GCL_BENCH_TCP
 #include <gcl/transport/tcp.hpp>
@@ -89,6 +93,10 @@ using algorithm_list = std::tuple<gcl::tree, gcl::ring, gcl::direct
 #ifdef GCL_BENCH_HAS_AUTO
                                   ,
                                   gcl::automatic
+#endif
+#ifdef GCL_BENCH_HAS_BY_SIZE
+                                  ,
+                                  gcl::by_size
 #endif
                                   >;
 

@@ -35,7 +35,7 @@ build="${GCL_BUILD_DIR:-$repo/build-bench}"
 jobs="${GCL_JOBS:-$(nproc)}"
 
 collectives="all_reduce broadcast reduce_scatter all_gather all_to_all"
-algorithms=""          # for all_reduce; empty: automatic (if built) and ring
+algorithms=""          # for all_reduce; empty: by_size (the default) and ring
 reps=3
 ranks="2 4"
 min=4 max=64M factor=2
@@ -106,9 +106,9 @@ have_tcp=0
 if "$bin/${collectives%% *}" --help 2>&1 | grep -q tcp && grep -q GCL_BENCH_TCP "$build/benchmark/CMakeFiles/bench_${collectives%% *}.dir/flags.make" 2>/dev/null; then
   have_tcp=1
 fi
-if [[ -z "$algorithms" ]]; then
+if [[ -z "$algorithms" ]]; then  # all_reduce's default (by_size), and ring for reference
   algorithms="ring"
-  "$bin/all_reduce" --help 2>/dev/null | grep -q automatic && algorithms="automatic ring"
+  "$bin/all_reduce" --help 2>/dev/null | grep -q by_size && algorithms="by_size ring"
 fi
 
 results="$build/bench-results"

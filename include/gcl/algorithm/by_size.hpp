@@ -25,6 +25,7 @@
 #include <span>
 #include <string_view>
 
+#include "../cost_model.hpp"
 #include "../op.hpp"
 #include "../transport_hints.hpp"
 #include "halving_doubling.hpp"
@@ -56,6 +57,20 @@ struct by_size {
 
   /// Empty: the transport's (`Transport::default_all_reduce`, else `all_reduce_thresholds{}`).
   std::optional<all_reduce_thresholds> sizes;
+
+  /// The rounds of the algorithm it picks for this size (see cost_model.hpp), with `sizes` or
+  /// the defaults (a schedule does not know the transport), for a commutative operator.
+  template <class F>
+  void schedule(int p, std::size_t count, std::size_t element_size, F&& step) const {
+    auto const t = sizes.value_or(all_reduce_thresholds{});
+    std::size_t const bytes = count * element_size;
+    if (bytes < t.recursive_doubling_below)
+      for_each_step(recursive_doubling{}, p, count, element_size, step);
+    else if (bytes >= t.ring_from)
+      for_each_step(ring{}, p, count, element_size, step);
+    else
+      for_each_step(halving_doubling{}, p, count, element_size, step);
+  }
 
   template <class Comm, class T, class Op>
   void all_reduce(Comm& comm, std::span<T> data, Op const& op) const {
