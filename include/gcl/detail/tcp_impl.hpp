@@ -1,7 +1,8 @@
 #pragma once
 // The engine of tcp_transport (see transport/tcp.hpp for what it promises): one I/O thread per
-// rank running Boost.Asio, per-(source, tag) queues, the direct read into a posted receive,
-// bye and abort frames, poisoning. Kept apart so that transport/tcp.hpp stays a short read.
+// rank running Boost.Asio, the caller's own writes, per-(source, tag) queues, the direct read
+// into a posted receive, early large frames left in the socket for it (park_threshold), bye and
+// abort frames, poisoning. Kept apart so that transport/tcp.hpp stays a short read.
 
 #include <utility>  // first: some Boost 1.74 Asio headers use std::exchange without it
 
@@ -102,6 +103,18 @@ struct transfer_all_large {
   }
 };
 
+// A data frame that arrives before its receive is posted, with a payload larger than this, is
+// left in the socket (that connection is not read further for a while) rather than read into a
+// pooled buffer and copied out later: once its receive is posted, it is read straight into the
+// receiver's buffer, so an early large message costs no more than a late one (at 64 MiB the
+// copy doubled the time of back-to-back calls). Smaller payloads are queued as they come: a
+// copy of 64 KiB costs less than holding up that peer's later frames behind it.
+inline constexpr std::uint64_t park_threshold = std::uint64_t{64} << 10;
+// How long a parked frame waits while this rank's caller is outside any collective before it
+// is read into a pooled buffer anyway (sends are eager, whatever the caller does next). Long
+// enough for the caller to begin its next collective of back-to-back calls and post the receive.
+inline constexpr std::chrono::milliseconds park_grace{1};
+
 struct tcp_peer {
   std::optional<tcp::socket> socket;
   std::string where;  // "rank 3 at 10.0.0.3:41234"
@@ -123,7 +136,11 @@ struct tcp_peer {
   call_info last_call;     // its last collective, as its bye says (sequence 0: none)
   bool ended = false;      // its connection is closed or failed: nothing more will come
   bool rx_direct = false;  // the payload being read goes straight into the posted receive
-  rank_status status;      // its answer to the last status query
+  // Under mutex_: rx is the header of a data frame whose payload is still in the socket, and
+  // nothing reads this connection until the frame's receive is posted or it is drained into a
+  // pooled buffer (park_threshold).
+  bool parked = false;
+  rank_status status;  // its answer to the last status query
 };
 
 class tcp_impl {
@@ -132,6 +149,7 @@ class tcp_impl {
       : o_(std::move(o)),
         abort_(std::move(abort)),
         acceptor_(io_),
+        drain_timer_(io_),
         peers_(static_cast<std::size_t>(o_.size)) {
     {
       std::lock_guard lock(abort_->mutex);
@@ -178,20 +196,29 @@ class tcp_impl {
     std::unique_lock lock(mutex_);
     call_ = c;
     progress_.set(c);
-    if (c.kind == call_kind::point_to_point) return;
+    if (c.kind == call_kind::point_to_point) {
+      // Out of the collective: frames parked for its successor wait at most park_grace.
+      if (parked_count_ > 0) asio::post(io_, [this] { arm_drain_timer(); });
+      return;
+    }
     for (int r = 0; r < o_.size; ++r)
       if (auto what = ended_disagreement(r); !what.empty()) {
         poison(errc::mismatch, what, true);
         throw transport_error(errc::mismatch, what);
       }
     for (auto const& [k, queue] : inbox_)
-      for (auto const& m : queue) {
-        auto v = progress_.check(m.call);
-        if (v != call_progress::verdict::conflict && v != call_progress::verdict::stale) continue;
-        auto what = prefix() + progress_.disagreement(o_.rank, static_cast<int>(k >> 32), m.call);
-        poison(errc::mismatch, what, true);
-        throw transport_error(errc::mismatch, what);
-      }
+      for (auto const& m : queue) check_arrived(static_cast<int>(k >> 32), m.call);
+    for (int r = 0; r < o_.size; ++r)
+      if (peers_[r].parked) check_arrived(r, peers_[r].rx.call);
+  }
+
+  // Under mutex_, for set_call: a frame from rank r that arrived ahead of this rank's collective.
+  void check_arrived(int r, call_info const& theirs) {
+    auto v = progress_.check(theirs);
+    if (v != call_progress::verdict::conflict && v != call_progress::verdict::stale) return;
+    auto what = prefix() + progress_.disagreement(o_.rank, r, theirs);
+    poison(errc::mismatch, what, true);
+    throw transport_error(errc::mismatch, what);
   }
 
   void send(int peer, tag tg, std::span<std::byte const> out) {
@@ -264,7 +291,7 @@ class tcp_impl {
       // The frame may be half-written from our caller's buffer: close the socket and wait for
       // the write to be cancelled before the buffer can go away.
       asio::post(io_, [this, peer] { close_peer(peer); });
-      changed_.wait(lock, [&] { return w.done; });
+      sleep(lock, [&] { return w.done; });
     }
     if (w.ec) {
       throw_if_unusable(lock, "send to", peer);
@@ -335,6 +362,13 @@ class tcp_impl {
         if (peer != o_.rank && pr.st == tcp_posted_recv::idle && !in.empty()) {
           pr.st = tcp_posted_recv::posted;
           posted_ = &pr;
+          auto& from = peers_[peer];
+          if (from.parked && from.rx.tag == pr.tg) {
+            // Its frame waits in the socket: read it now, into `in` (or find it wrong).
+            from.parked = false;
+            --parked_count_;
+            asio::post(io_, [this, peer] { start_payload(peer, false); });
+          }
         }
       }
       auto now = std::chrono::steady_clock::now();
@@ -408,7 +442,32 @@ class tcp_impl {
       while (!lock.try_lock()) std::this_thread::yield();
       if (news || events_.load(std::memory_order_relaxed) != seen) return;
     }
+    sleep_until(lock, until);
+  }
+
+  // Under mutex_, on the caller's thread: changed_.wait_until. A sleeping caller posts no
+  // receive, and what it waits for may depend on what a peer sends after a parked frame (that
+  // peer's send of it may not even complete before this rank reads it), so every parked frame
+  // is drained first (read into a pooled buffer), and none is parked while it sleeps.
+  void sleep_until(std::unique_lock<std::mutex>& lock,
+                   std::chrono::steady_clock::time_point until) {
+    caller_sleeping_ = true;
+    if (parked_count_ > 0) asio::post(io_, [this] { drain_parked(); });
     changed_.wait_until(lock, until);
+    caller_sleeping_ = false;
+  }
+  template <class Done>
+  bool sleep_until(std::unique_lock<std::mutex>& lock, std::chrono::steady_clock::time_point until,
+                   Done done) {
+    while (!done()) {
+      if (std::chrono::steady_clock::now() >= until) return done();
+      sleep_until(lock, until);
+    }
+    return true;
+  }
+  template <class Done>
+  void sleep(std::unique_lock<std::mutex>& lock, Done done) {
+    while (!done()) sleep_until(lock, std::chrono::steady_clock::now() + std::chrono::hours(1));
   }
 
   // Under mutex_: the disagreement that rank r's bye shows (it ended its job before a
@@ -475,9 +534,10 @@ class tcp_impl {
   // not started all_reduce #10 ...; ranks 0, 1 and 3 are waiting in it" -- for a timeout.
   std::string stall_report(std::unique_lock<std::mutex>& lock) {
     request_status();
-    changed_.wait_for(lock,
-                      std::min<std::chrono::milliseconds>(o_.timeout, std::chrono::seconds(1)),
-                      [&] { return all_answered(); });
+    sleep_until(lock,
+                std::chrono::steady_clock::now() +
+                    std::min<std::chrono::milliseconds>(o_.timeout, std::chrono::seconds(1)),
+                [&] { return all_answered(); });
     std::vector<rank_status> all;
     for (int r = 0; r < o_.size; ++r) {
       if (r != o_.rank) {
@@ -501,6 +561,12 @@ class tcp_impl {
           out += std::string(unread == 1 ? ". Received here but not read: " : ", ") +
                  std::to_string(m.size) + " bytes from rank " + std::to_string(k >> 32) + " (" +
                  tag_text(tag{static_cast<std::uint32_t>(k)}) + ", " + describe(m.call) + ")";
+    for (int r = 0; r < o_.size; ++r)
+      if (peers_[r].parked && unread++ < 4)
+        out += std::string(unread == 1 ? ". Received here but not read: " : ", ") +
+               std::to_string(peers_[r].rx.length) + " bytes from rank " + std::to_string(r) +
+               " (" + tag_text(tag{peers_[r].rx.tag}) + ", " + describe(peers_[r].rx.call) +
+               ", still in the socket)";
     if (unread > 4) out += ", ...";
     return out;
   }
@@ -540,7 +606,7 @@ class tcp_impl {
   void unpost(std::unique_lock<std::mutex>& lock, tcp_posted_recv& pr) {
     if (pr.st == tcp_posted_recv::claimed) {
       asio::post(io_, [this, r = pr.source] { close_peer(r); });
-      changed_.wait(lock, [&] { return pr.st != tcp_posted_recv::claimed; });
+      sleep(lock, [&] { return pr.st != tcp_posted_recv::claimed; });
     }
     if (posted_ == &pr) posted_ = nullptr;
     if (pr.st == tcp_posted_recv::posted) pr.st = tcp_posted_recv::idle;
@@ -800,6 +866,14 @@ class tcp_impl {
       record_status(r, p.rx);
       return read_header(r);
     }
+    start_payload(r, true);
+  }
+
+  // On the I/O thread: the payload of the frame whose header is in peers_[r].rx goes straight
+  // into the posted receive if it is that frame's, else into a pooled buffer of the queue; or,
+  // if `may_park` and the frame is large (park_threshold), it stays in the socket for now.
+  void start_payload(int r, bool may_park) {
+    auto& p = peers_[r];
     std::byte* into = nullptr;
     {
       std::lock_guard lock(mutex_);
@@ -835,6 +909,11 @@ class tcp_impl {
       if (p.rx_direct) {
         pr->st = tcp_posted_recv::claimed;
         into = pr->in.data();
+      } else if (may_park && may_park_now(p.rx)) {
+        p.parked = true;
+        ++parked_count_;
+        if (!progress_.in_call()) arm_drain_timer();
+        return;
       } else {
         // At most receive_step now; more as the bytes arrive (read_piece): a header's length
         // is only a claim.
@@ -850,6 +929,44 @@ class tcp_impl {
     asio::async_read(
         *p.socket, asio::buffer(into, p.rx.length), transfer_all_large{},
         [this, r](boost::system::error_code ec, std::size_t n) { on_payload(r, ec, n); });
+  }
+
+  // Under mutex_: whether a frame whose receive is not posted may stay in the socket. Not while
+  // the caller sleeps (see sleep_until), nor after a failure; and a frame that shows the ranks
+  // disagree is read and reported as usual (on_payload).
+  bool may_park_now(frame_header const& h) const {
+    if (h.type != frame_type::data || h.length <= park_threshold) return false;
+    if (caller_sleeping_ || poisoned_ || leaving_ || closing_ || abort_->aborted) return false;
+    auto v = progress_.check(h.call);
+    return v != call_progress::verdict::conflict && v != call_progress::verdict::stale;
+  }
+
+  // On the I/O thread: every parked frame is read on into a pooled buffer (or into its receive,
+  // if that was posted meanwhile).
+  void drain_parked() {
+    for (int r = 0; r < o_.size; ++r) {
+      {
+        std::lock_guard lock(mutex_);
+        if (!peers_[r].parked) continue;
+        peers_[r].parked = false;
+        --parked_count_;
+      }
+      start_payload(r, false);
+    }
+  }
+
+  // On the I/O thread: in park_grace, drains the parked frames unless the caller is then inside
+  // a collective (which posts their receives, or sleeps, or ends and arms this again).
+  void arm_drain_timer() {
+    drain_timer_.expires_after(park_grace);
+    drain_timer_.async_wait([this](boost::system::error_code ec) {
+      if (ec) return;
+      {
+        std::lock_guard lock(mutex_);
+        if (progress_.in_call() && !caller_sleeping_) return;
+      }
+      drain_parked();
+    });
   }
 
   // The next piece of a queued payload: into what is allocated (a buffer from the pool may
@@ -987,7 +1104,7 @@ class tcp_impl {
         // Until every peer has said bye (or is gone): like MPI_Finalize, the end of a job is
         // collective. Bounded by the timeout; an error (a disagreement found in a peer's last
         // messages, an abort frame) ends the wait.
-        changed_.wait_for(lock, o_.timeout, [&] {
+        sleep_until(lock, std::chrono::steady_clock::now() + o_.timeout, [&] {
           if (poisoned_ || abort_->aborted) return true;
           if (owned_writes_ != 0) return false;
           for (int r = 0; r < o_.size; ++r)
@@ -1000,9 +1117,10 @@ class tcp_impl {
       // frames behind no data (every send completed before returning), so this is quick unless
       // a peer stopped reading. Closing earlier would make peers report a lost rank instead of
       // the error that the abort frame carries.
-      changed_.wait_for(lock,
-                        std::min<std::chrono::milliseconds>(o_.timeout, std::chrono::seconds(1)),
-                        [&] { return owned_writes_ == 0; });
+      sleep_until(lock,
+                  std::chrono::steady_clock::now() +
+                      std::min<std::chrono::milliseconds>(o_.timeout, std::chrono::seconds(1)),
+                  [&] { return owned_writes_ == 0; });
       closing_ = true;
     }
     asio::post(io_, [this] {
@@ -1056,6 +1174,7 @@ class tcp_impl {
   std::shared_ptr<tcp_abort_state> abort_;
   asio::io_context io_;  // first: destroyed after every socket and handler that uses it
   tcp::acceptor acceptor_;
+  asio::steady_timer drain_timer_;              // park_grace
   std::shared_ptr<tcp_rendezvous> rendezvous_;  // keeps refusing strangers after the rendezvous
   std::vector<tcp_peer> peers_;
   std::optional<asio::executor_work_guard<asio::io_context::executor_type>> guard_;
@@ -1067,6 +1186,8 @@ class tcp_impl {
   std::unordered_map<std::uint64_t, std::deque<tcp_message>> inbox_;
   std::vector<tcp_message> pool_;
   tcp_posted_recv* posted_ = nullptr;  // at most one: recv blocks its only caller
+  int parked_count_ = 0;               // peers whose connection is parked
+  bool caller_sleeping_ = false;       // the caller sleeps on changed_ (sleep_until)
   int owned_writes_ = 0;
   bool poisoned_ = false, closing_ = false, leaving_ = false;
   bool unreported_ = false;  // poisoned by a disagreement that no call has thrown yet

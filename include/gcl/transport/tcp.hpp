@@ -4,12 +4,15 @@
 ///
 /// One connection per pair of ranks, `TCP_NODELAY`, an 80-byte header on every frame carrying
 /// the tag, the sender's `call_info` and a 64-bit length. Each transport runs one I/O thread
-/// that always reads every peer's socket into per-(source, tag) queues, so a peer's send never
-/// waits for a matching receive here: sends are eager at any size, and "everybody sends, then
-/// everybody receives" cannot deadlock. A send writes its frame itself when nothing else is
-/// being written to that peer, leaves what the kernel did not take to the I/O thread, and
-/// returns when the kernel has taken the last byte (no copy on the send side). A receive takes the
-/// first queued message for (source, tag), compares sizes and `call_info`, and copies it out.
+/// that reads every peer's socket into per-(source, tag) queues, or straight into a posted
+/// receive, so a peer's send never waits for a matching receive here: sends are eager at any
+/// size, and "everybody sends, then everybody receives" cannot deadlock (a large message that
+/// arrives early may wait in the socket while this rank is busy in a collective, until its
+/// receive is posted or the rank waits for anything else). A send writes its frame itself when
+/// nothing else is being written to that peer, leaves what the kernel did not take to the I/O
+/// thread, and returns when the kernel has taken the last byte (no copy on the send side). A
+/// receive takes the first queued message for (source, tag), compares sizes and `call_info`,
+/// and copies it out.
 /// See doc/tcp.md for the rendezvous, the environment and the failure behaviour.
 
 #include <utility>  // first: some Boost 1.74 Asio headers use std::exchange without it
