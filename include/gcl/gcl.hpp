@@ -34,6 +34,6 @@
 #include "op.hpp"
 #include "spawn.hpp"
 #include "stats.hpp"
-#include "transport_hints.hpp"
 #include "transport/inproc.hpp"
+#include "transport_hints.hpp"
 #include "version.hpp"

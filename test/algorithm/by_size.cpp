@@ -32,7 +32,7 @@ BOOST_AUTO_TEST_CASE(picks_recursive_doubling_then_halving_doubling_then_ring_by
                           std::size_t{256}, std::size_t{1000}}) {
       std::size_t const bytes = n * sizeof(float);
       auto got = pattern<float>(p, n, gcl::sum{}, alg);
-      auto want = bytes < 64    ? pattern<float>(p, n, gcl::sum{}, gcl::recursive_doubling{})
+      auto want = bytes < 64     ? pattern<float>(p, n, gcl::sum{}, gcl::recursive_doubling{})
                   : bytes < 1024 ? pattern<float>(p, n, gcl::sum{}, gcl::halving_doubling{})
                                  : pattern<float>(p, n, gcl::sum{}, gcl::ring{});
       BOOST_TEST((got == want), "P=" << p << " " << bytes << " bytes");

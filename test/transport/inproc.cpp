@@ -369,22 +369,22 @@ BOOST_AUTO_TEST_CASE(large_and_small_messages_out_of_tag_order_keep_fifo_per_tag
 // the timeout, which fails the test. Many rounds, to give a race a chance to show.
 BOOST_AUTO_TEST_CASE(sleeping_receivers_are_always_woken) {
   for (int p : {2, 3}) {
-    gcl::spawn<inproc_transport>(
-        p,
-        [p](auto& comm) {
-          int const right = (comm.rank() + 1) % p, left = (comm.rank() + p - 1) % p;
-          std::uint32_t token = 0;
-          for (std::uint32_t k = 0; k < 3000; ++k) {
-            if (comm.rank() == 0) {
-              comm.send(right, k);
-              token = comm.template recv<std::uint32_t>(left);
-            } else {
-              token = comm.template recv<std::uint32_t>(left);
-              comm.send(right, token);
-            }
-            RANK_TEST_REQUIRE(token == k);
-          }
-        },
-        {.timeout = 20s, .spin = 0us});
+    gcl::spawn<inproc_transport>(p,
+                                 [p](auto& comm) {
+                                   int const right = (comm.rank() + 1) % p,
+                                             left = (comm.rank() + p - 1) % p;
+                                   std::uint32_t token = 0;
+                                   for (std::uint32_t k = 0; k < 3000; ++k) {
+                                     if (comm.rank() == 0) {
+                                       comm.send(right, k);
+                                       token = comm.template recv<std::uint32_t>(left);
+                                     } else {
+                                       token = comm.template recv<std::uint32_t>(left);
+                                       comm.send(right, token);
+                                     }
+                                     RANK_TEST_REQUIRE(token == k);
+                                   }
+                                 },
+                                 {.timeout = 20s, .spin = 0us});
   }
 }

@@ -11,11 +11,12 @@
 /// Where the sizes switch depends on the transport: messages between threads cost a fraction
 /// of a microsecond, between processes over TCP tens of microseconds, so TCP keeps the
 /// few-rounds algorithms to larger sizes. A transport says where by a static member
-/// `default_all_reduce` (transport_hints.hpp); the values were measured back to back on a 2-core machine (see
-/// doc/benchmarks.md), and a user who measures other crossovers passes their own:
+/// `default_all_reduce` (transport_hints.hpp); the values were measured back to back on a 2-core
+/// machine (see doc/benchmarks.md), and a user who measures other crossovers passes their own:
 ///
 ///     gcl::all_reduce(comm, v);                                 // by_size, the transport's sizes
-///     gcl::all_reduce(comm, v, gcl::sum{}, gcl::by_size{.sizes = {.recursive_doubling_below = 1024,
+///     gcl::all_reduce(comm, v, gcl::sum{}, gcl::by_size{.sizes = {.recursive_doubling_below =
+///     1024,
 ///                                                                 .ring_from = 1 << 20}});
 ///
 /// A non-commutative operator never gets ring (it reorders operands); it gets halving-doubling.

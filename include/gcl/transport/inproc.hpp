@@ -111,7 +111,8 @@ class inproc_world {
         options_(options),
         ranks_(std::make_unique<inproc_rank[]>(static_cast<std::size_t>(size))),
         channels_(static_cast<std::size_t>(size) * static_cast<std::size_t>(size)) {
-    for (auto& c : channels_) c = std::make_unique<inproc_channel>(static_cast<std::size_t>(size) + 2);
+    for (auto& c : channels_)
+      c = std::make_unique<inproc_channel>(static_cast<std::size_t>(size) + 2);
   }
 
   int size() const noexcept { return size_; }
@@ -303,7 +304,8 @@ class inproc_transport {
       }
       return (cell = find(peer, tg)) != nullptr;
     };
-    if (!found()) wait(peer, found, [&] { return timeout_error("recv from", peer, tg, in.size()); });
+    if (!found())
+      wait(peer, found, [&] { return timeout_error("recv from", peer, tg, in.size()); });
     take(*cell, peer, tg, in, call_, digest_);
   }
 
@@ -402,7 +404,7 @@ class inproc_transport {
   // them now (the call is failing).
   void finish_offer(cell_t& c, int peer, bool cancel = false) {
     auto const patience = std::max<std::chrono::nanoseconds>(std::chrono::nanoseconds(c.size / 4),
-                                                              world_->options().spin);
+                                                             world_->options().spin);
     if (!cancel) {
       auto settled = [&] { return c.state.load(std::memory_order_acquire) == cell_t::taken; };
       try {
@@ -502,9 +504,8 @@ class inproc_transport {
       return p.done;
     };
     if (!ready())
-      wait(p.source, ready, [&] {
-        return timeout_error("irecv from", p.source, p.tg, p.destination.size());
-      });
+      wait(p.source, ready,
+           [&] { return timeout_error("irecv from", p.source, p.tg, p.destination.size()); });
     if (p.error) std::rethrow_exception(p.error);
   }
 

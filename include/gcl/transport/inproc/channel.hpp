@@ -37,17 +37,18 @@ inline std::uint64_t call_digest(call_info const& c) noexcept {
   // Word by word (a collective computes it twice per call, so it must cost nanoseconds):
   // every field, read through memcpy, mixed by multiply and shift.
   std::uint64_t w[7] = {};
-  std::uint64_t head = static_cast<std::uint64_t>(c.kind) | static_cast<std::uint64_t>(c.type) << 8 |
+  std::uint64_t head = static_cast<std::uint64_t>(c.kind) |
+                       static_cast<std::uint64_t>(c.type) << 8 |
                        static_cast<std::uint64_t>(c.element_size) << 16 |
                        static_cast<std::uint64_t>(static_cast<std::uint32_t>(c.root)) << 32;
   w[0] = head;
   w[1] = c.sequence;
   w[2] = c.count;
-  std::memcpy(&w[3], c.op, sizeof c.op);                // 12 bytes into w[3], w[4]
-  std::memcpy(&w[5], c.algorithm, 16);                  // 20 bytes into w[5], w[6] and ...
+  std::memcpy(&w[3], c.op, sizeof c.op);  // 12 bytes into w[3], w[4]
+  std::memcpy(&w[5], c.algorithm, 16);    // 20 bytes into w[5], w[6] and ...
   std::uint32_t tail = 0;
   std::memcpy(&tail, c.algorithm + 16, 4);
-  w[4] ^= static_cast<std::uint64_t>(tail) << 32;       // ... the free half of w[4]
+  w[4] ^= static_cast<std::uint64_t>(tail) << 32;  // ... the free half of w[4]
   std::uint64_t h = 0x9e3779b97f4a7c15u;
   for (auto x : w) {
     h = (h ^ x) * 0xbf58476d1ce4e5b9u;
@@ -97,9 +98,7 @@ struct alignas(64) inproc_cell {
   inproc_cell* chain = nullptr;
 
   /// Where a ready message's `size` bytes are.
-  std::byte* data() noexcept {
-    return size <= inline_capacity ? inline_bytes : buffer.bytes.get();
-  }
+  std::byte* data() noexcept { return size <= inline_capacity ? inline_bytes : buffer.bytes.get(); }
 };
 
 static_assert(offsetof(inproc_cell, call) == 64, "a small message is one cache line");
@@ -225,9 +224,9 @@ class inproc_channel {
   // The sender's: every cell, oldest (reusable once behind the front) to next (to fill).
   alignas(64) inproc_cell* oldest_;
   inproc_cell* next_;
-  inproc_cell* seen_front_;  // the front as the sender last read it
+  inproc_cell* seen_front_;                   // the front as the sender last read it
   std::vector<inproc_cell::buffer_t> spare_;  // buffers of the cells the receiver has passed
-  std::size_t buffers_ = 0;  // lent or spare
+  std::size_t buffers_ = 0;                   // lent or spare
   std::size_t batch_ = 8;
 };
 
