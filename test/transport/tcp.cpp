@@ -1,11 +1,11 @@
 #define BOOST_TEST_MODULE transport_tcp
 #include <boost/test/unit_test.hpp>
 
+#include "../support/heap_in_use.hpp"
+
 #include <gcl/communicator.hpp>
 #include <gcl/spawn.hpp>
 #include <gcl/transport/tcp.hpp>
-
-#include <malloc.h>
 
 #include <atomic>
 #include <boost/asio.hpp>
@@ -63,15 +63,8 @@ gcl::call_info collective_of(std::size_t bytes) {
   return gcl::make_call_info<std::uint32_t>(gcl::call_kind::all_gather, bytes / 4, -1, "", "test");
 }
 
-std::size_t heap_in_use() {
-  auto m = mallinfo2();
-  return m.uordblks + m.hblkhd;  // small blocks in the main arena + every mmap'ed block
-}
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-constexpr bool malloc_is_glibc = false;  // the sanitizer's allocator: mallinfo2 says nothing
-#else
-constexpr bool malloc_is_glibc = true;
-#endif
+using gcl_test::heap_in_use;
+using gcl_test::malloc_is_glibc;
 
 gcl::tcp_options quick(std::chrono::milliseconds t = 20s) {
   gcl::tcp_options o;

@@ -8,10 +8,10 @@
 // Also the rendezvous' messages: what a rank says it waits for, and what the ranks that joined
 // hear when rank 0 gives up.
 
+#include "../support/heap_in_use.hpp"
+
 #include <gcl/communicator.hpp>
 #include <gcl/transport/tcp.hpp>
-
-#include <malloc.h>
 
 #include <array>
 #include <atomic>
@@ -179,16 +179,8 @@ std::optional<gcl::transport_error> rank_0_with_fake_rank_1(std::chrono::millise
   return error;
 }
 
-std::size_t heap_in_use() {
-  auto m = mallinfo2();
-  return m.uordblks + m.hblkhd;  // small blocks in the main arena + every mmap'ed block
-}
-
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-constexpr bool malloc_is_glibc = false;  // the sanitizer's allocator: mallinfo2 says nothing
-#else
-constexpr bool malloc_is_glibc = true;
-#endif
+using gcl_test::heap_in_use;
+using gcl_test::malloc_is_glibc;
 
 constexpr std::uint64_t two_to_the_40 = std::uint64_t{1} << 40;
 
