@@ -53,8 +53,8 @@ struct inproc_options {
   std::chrono::milliseconds timeout{std::chrono::minutes{30}};
   /// How long a blocked call polls for its message before sleeping. Waking a sleeping thread
   /// costs microseconds (a futex call and a reschedule), which dominates small messages;
-  /// polling yields the core, so ranks that outnumber the cores still make progress. 0: never
-  /// poll. See doc/benchmarks.md for the measurements.
+  /// polling yields the core, so ranks that outnumber the cores still make progress. 0: sleep
+  /// after a few rounds on the spot (no yielding). See doc/benchmarks.md for the measurements.
   std::chrono::microseconds spin{50};
   /// Messages up to this size are copied into the channel and the send returns at once; larger
   /// ones are copied once, by the receiver, from the sender's buffer.
