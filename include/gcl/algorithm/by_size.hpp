@@ -14,10 +14,10 @@
 /// `default_all_reduce` (transport_hints.hpp); the values were measured back to back on a 2-core
 /// machine (see doc/benchmarks.md), and a user who measures other crossovers passes their own:
 ///
-///     gcl::all_reduce(comm, v);                                 // by_size, the transport's sizes
-///     gcl::all_reduce(comm, v, gcl::sum{}, gcl::by_size{.sizes = {.recursive_doubling_below =
-///     1024,
-///                                                                 .ring_from = 1 << 20}});
+///     gcl::all_reduce(comm, v);  // by_size, with the transport's sizes
+///     gcl::by_size mine{.sizes = gcl::all_reduce_thresholds{.recursive_doubling_below = 1024,
+///                                                           .ring_from = 1 << 20}};
+///     gcl::all_reduce(comm, v, gcl::sum{}, mine);
 ///
 /// A non-commutative operator never gets ring (it reorders operands); it gets halving-doubling.
 
