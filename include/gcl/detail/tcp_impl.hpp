@@ -705,15 +705,8 @@ class tcp_impl {
   // where it stands, then the next, until the queue is empty; then gives the role up.
   void start_write(int r) {
     auto& p = peers_[r];
-    tcp_write* w = nullptr;
-    {
-      std::lock_guard lock(mutex_);
-      if (p.writes.empty()) {
-        p.writing = false;
-        return;
-      }
-      w = p.writes.front();
-    }
+    tcp_write* w = next_write(p, false);
+    if (w == nullptr) return;
     if (!p.socket || !p.socket->is_open()) return fail_writes(r, asio::error::not_connected);
     auto rest = w->rest();
     std::array<asio::const_buffer, 2> bufs{asio::buffer(rest[0].first, rest[0].second),
@@ -740,20 +733,20 @@ class tcp_impl {
 
   // On the I/O thread, holding peer r's writer role on a closed socket: every queued frame fails.
   void fail_writes(int r, boost::system::error_code ec) {
-    auto& p = peers_[r];
-    for (;;) {
-      tcp_write* w = nullptr;
-      {
-        std::lock_guard lock(mutex_);
-        if (p.writes.empty()) {
-          p.writing = false;
-          return;
-        }
-        w = p.writes.front();
-        p.writes.pop_front();
-      }
-      complete(w, ec);
+    while (tcp_write* w = next_write(peers_[r], true)) complete(w, ec);
+  }
+
+  // On the I/O thread, holding peer p's writer role: the front frame of its queue (taken off
+  // the queue if `take`), or null with the role given up when the queue is empty.
+  tcp_write* next_write(tcp_peer& p, bool take) {
+    std::lock_guard lock(mutex_);
+    if (p.writes.empty()) {
+      p.writing = false;
+      return nullptr;
     }
+    tcp_write* w = p.writes.front();
+    if (take) p.writes.pop_front();
+    return w;
   }
 
   // Under mutex_, on the caller's thread, which holds peer r's writer role and is done with its
