@@ -632,6 +632,24 @@ BOOST_AUTO_TEST_CASE(from_env_reads_gcl_then_common_then_launcher_variables) {
   BOOST_TEST(o.size == 2);
   BOOST_TEST(o.master_addr == "h");
   BOOST_TEST(o.spin.count() == 0);  // the default: no polling
+  // Polling by default only where each rank has a core of its own: bound by the launcher, or
+  // no more ranks on this host than CPUs this process may use.
+  std::map<std::string, std::string> const job{
+      {"GCL_RANK", "0"}, {"GCL_WORLD_SIZE", "1"}, {"GCL_MASTER_ADDR", "h"}};
+  auto with = [&](std::map<std::string, std::string> extra) {
+    extra.insert(job.begin(), job.end());
+    return gcl::tcp_options::from_env(env(extra)).spin;
+  };
+  auto const cpus = std::to_string(gcl::tcp_options::usable_cpus());
+  auto const too_many = std::to_string(gcl::tcp_options::usable_cpus() + 1);
+  BOOST_TEST((with({{"GCL_BOUND_CPU", "1"}}) == gcl::tcp_options::default_spin));
+  BOOST_TEST((with({{"GCL_BOUND_CPU", ""}}) == std::chrono::microseconds{0}));
+  BOOST_TEST((with({{"LOCAL_WORLD_SIZE", cpus}}) == gcl::tcp_options::default_spin));
+  BOOST_TEST((with({{"LOCAL_WORLD_SIZE", too_many}}) == std::chrono::microseconds{0}));
+  BOOST_TEST((with({{"OMPI_COMM_WORLD_LOCAL_SIZE", "1"}}) == gcl::tcp_options::default_spin));
+  BOOST_TEST((with({{"MPI_LOCALNRANKS", too_many}}) == std::chrono::microseconds{0}));
+  BOOST_TEST((with({{"GCL_BOUND_CPU", "0"}, {"GCL_SPIN_US", "7"}}).count() == 7));
+  BOOST_CHECK_THROW(with({{"LOCAL_WORLD_SIZE", "two"}}), gcl::usage_error);
   o = gcl::tcp_options::from_env(env({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "1"}}));
   BOOST_TEST(o.size == 1);
   o = gcl::tcp_options::from_env(env({{"PMI_RANK", "3"},

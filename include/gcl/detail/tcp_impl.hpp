@@ -1,8 +1,9 @@
 #pragma once
 // The engine of tcp_transport (see transport/tcp.hpp for what it promises): one I/O thread per
-// rank running Boost.Asio, the caller's own writes, per-(source, tag) queues, the direct read
-// into a posted receive, early large frames left in the socket for it (park_threshold), bye and
-// abort frames, poisoning. Kept apart so that transport/tcp.hpp stays a short read.
+// rank running Boost.Asio for what happens while nobody waits, the caller's own writes and its
+// own reads of the socket it waits on, per-(source, tag) queues, the direct read into a posted
+// receive, early large frames left in the socket for it (park_threshold), bye and abort
+// frames, poisoning. Kept apart so that transport/tcp.hpp stays a short read.
 
 #include <utility>  // first: some Boost 1.74 Asio headers use std::exchange without it
 
@@ -11,10 +12,10 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
-#include <boost/asio/read.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/write.hpp>
 
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -85,7 +86,7 @@ struct tcp_write {
   }
 };
 
-// A receive waiting on the receiver's stack for the I/O thread to fill it directly.
+// A receive waiting on the receiver's stack for the frame that fills it directly.
 struct tcp_posted_recv {
   enum state_t : unsigned char { idle, posted, claimed, done, failed };
   int source;
@@ -128,9 +129,29 @@ struct tcp_peer {
   // thread from closing it (and the number from being reused) during the caller's write.
   std::mutex fd_mutex;
   int fd = -1;
+  // Reading: exactly one reader per socket at any time, as for writing. `reading` (under
+  // mutex_) is held by the I/O thread when the socket becomes readable, or by the caller while
+  // it waits in recv() for this peer and reads the socket itself (no thread hop on the path of
+  // a message the caller is waiting for). The holder advances the frame being read through
+  // `stage`; the fields below belong to the holder.
+  enum class rx_stage : unsigned char {
+    header,   // rx_header_got bytes of the next frame's header are in rx_header
+    placing,  // rx holds a data frame's header whose payload must go somewhere now (no parking)
+    payload,  // rx_received of rx.length payload bytes are in (rx_direct: in the posted receive)
+    parked,   // parked (below): nothing reads this socket until it is unparked
+    stopped,  // ended, failed or refused: nothing more is read
+  };
+  rx_stage stage = rx_stage::header;
+  bool reading = false;
+  // Under mutex_: an async_wait for readability is pending (wait_armed). `recheck`: something
+  // that may need a read happened while another thread held `reading`, so the holder reads once
+  // more before letting go.
+  bool wait_armed = false, recheck = false;
   std::array<std::byte, frame_header_size> rx_header{};
+  std::size_t rx_header_got = 0;
   frame_header rx;
-  tcp_message rx_message;  // a payload being queued; rx_received of its bytes have arrived
+  tcp_message rx_message;        // a payload being queued; rx_received of its bytes have arrived
+  std::byte* rx_into = nullptr;  // with rx_direct: the posted receive's buffer
   std::size_t rx_received = 0;
   bool finished = false;   // said bye: its EOF is expected and nothing more will come
   call_info last_call;     // its last collective, as its bye says (sequence 0: none)
@@ -168,14 +189,23 @@ class tcp_impl {
     for (int r = 0; r < o_.size; ++r) {
       peers_[r].socket = std::move(rendezvous_->peers()[r]);
       peers_[r].where = rendezvous_->where()[r];
-      if (peers_[r].socket) {
+      if (peers_[r].socket)
         peers_[r].fd = peers_[r].socket->native_handle();
-        read_header(r);
-      }
+      else
+        peers_[r].stage = tcp_peer::rx_stage::stopped;
     }
     io_.restart();  // the rendezvous may have run it out of work
+    for (int r = 0; r < o_.size; ++r)
+      if (peers_[r].socket) asio::post(io_, [this, r] { start_reading(r); });
     guard_.emplace(io_.get_executor());
-    thread_ = std::thread([this] { run_io(); });
+    thread_ = std::thread([this] {
+      // A caller that polls reads its own messages; this thread's work (other peers' frames,
+      // status, queued writes) can wait until the caller yields or sleeps, and must not
+      // preempt it mid-poll. Linux gives each thread its own nice value; raising it needs no
+      // privilege. Best effort: without it the transport only polls less well.
+      if (o_.spin.count() > 0) (void)::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), 19);
+      run_io();
+    });
   }
 
   tcp_impl(tcp_impl const&) = delete;
@@ -300,9 +330,10 @@ class tcp_impl {
     }
   }
 
-  // A receive that finds nothing queued posts itself; the I/O thread then reads a matching
-  // frame's payload straight into `in` (no intermediate buffer, no copy). Anything else
-  // (another size or call: a mismatch) is queued as usual and reported from the queue.
+  // A receive that finds nothing queued posts itself; whichever thread reads the peer's socket
+  // next (this one, polling it while it waits, or the I/O thread once it sleeps) reads a
+  // matching frame's payload straight into `in` (no intermediate buffer, no copy). Anything
+  // else (another size or call: a mismatch) is queued as usual and reported from the queue.
   void recv(int peer, tag tg, std::span<std::byte> in) {
     check_peer(peer, "recv from");
     std::unique_lock lock(mutex_);
@@ -367,8 +398,18 @@ class tcp_impl {
             // Its frame waits in the socket: read it now, into `in` (or find it wrong).
             from.parked = false;
             --parked_count_;
-            asio::post(io_, [this, peer] { start_payload(peer, false); });
+            from.stage = tcp_peer::rx_stage::placing;
+            if (from.reading) from.recheck = true;
           }
+        }
+        // Whatever that peer sent is read here, by the thread that waits for it, when no other
+        // thread is reading that socket: into `in` if it is the posted receive's frame.
+        if (peer != o_.rank && take_reader(peer)) {
+          lock.unlock();
+          pump(peer);
+          finish_reading(peer);
+          lock.lock();
+          if (pr.st == tcp_posted_recv::done) return;
         }
       }
       auto now = std::chrono::steady_clock::now();
@@ -377,6 +418,14 @@ class tcp_impl {
           if (call_.kind != call_kind::point_to_point) request_status();
           query_interval = std::min(query_interval * 2, std::chrono::milliseconds(5000));
           next_query = now + query_interval;
+        }
+        if (now < spin_until && peer != o_.rank) {
+          // Polls the socket itself (above) rather than the I/O thread's news: the message is
+          // read the moment it is there, with no wake-up of either thread.
+          lock.unlock();
+          std::this_thread::yield();
+          while (!lock.try_lock()) std::this_thread::yield();
+          continue;
         }
         await(lock, spin_until, std::min(deadline, next_query));
         continue;  // re-checks everything above
@@ -600,12 +649,20 @@ class tcp_impl {
       found_mismatch(prefix() + two_calls(r, h.call, o_.rank, *mine));
   }
 
-  // Under mutex_: withdraws a posted receive. If the I/O thread is reading into it, the
-  // connection is closed (the transport is failing anyway) and we wait for the read to stop,
-  // because the buffer belongs to our caller.
+  // Under mutex_: withdraws a posted receive. If part of a frame has been read into it, the
+  // connection is closed (the transport is failing anyway: the rest of that frame has nowhere
+  // to go); if the I/O thread is reading into it now, we wait for the read to stop, because
+  // the buffer belongs to our caller.
   void unpost(std::unique_lock<std::mutex>& lock, tcp_posted_recv& pr) {
     if (pr.st == tcp_posted_recv::claimed) {
+      auto& p = peers_[pr.source];
       asio::post(io_, [this, r = pr.source] { close_peer(r); });
+      if (!p.reading) {
+        p.stage = tcp_peer::rx_stage::stopped;
+        p.rx_direct = false;
+        p.ended = true;
+        pr.st = tcp_posted_recv::failed;
+      }
       sleep(lock, [&] { return pr.st != tcp_posted_recv::claimed; });
     }
     if (posted_ == &pr) posted_ = nullptr;
@@ -818,15 +875,174 @@ class tcp_impl {
     if (p.socket) p.socket->close(ec);
   }
 
-  void read_header(int r) {
-    auto& p = peers_[r];
-    asio::async_read(*p.socket, asio::buffer(p.rx_header),
-                     [this, r](boost::system::error_code ec, std::size_t) { on_header(r, ec); });
+  // ---- Reading, by whoever holds a peer's reader role (tcp_peer::reading) ----
+  //
+  // Each socket is read without blocking (recv with MSG_DONTWAIT) by the thread holding its
+  // reader role: the caller, for the peer its recv() waits on, or the I/O thread, when Asio says
+  // the socket is readable. The holder reads until the socket is empty, then lets go, leaving an
+  // async_wait armed on the I/O thread whenever more may come. The stage of the frame being
+  // read (tcp_peer::stage) changes only under mutex_; the other rx fields belong to the holder.
+
+  static bool reads_on(tcp_peer const& p) {
+    return p.stage == tcp_peer::rx_stage::header || p.stage == tcp_peer::rx_stage::placing ||
+           p.stage == tcp_peer::rx_stage::payload;
   }
 
-  void on_header(int r, boost::system::error_code ec) {
+  // Under mutex_, on the caller's thread: takes peer r's reader role if nobody holds it and the
+  // socket is being read at all (not parked, not stopped).
+  bool take_reader(int r) {
     auto& p = peers_[r];
-    if (ec) return on_read_error(r, ec);
+    if (p.reading || !reads_on(p)) return false;
+    p.reading = true;
+    return true;
+  }
+
+  // Holding peer r's reader role, without mutex_: reads what its socket holds, frame by frame,
+  // until the socket is empty or the connection is parked, stopped or lost.
+  void pump(int r) {
+    auto& p = peers_[r];
+    for (;;) {
+      tcp_peer::rx_stage stage;
+      {
+        std::lock_guard lock(mutex_);
+        stage = p.stage;
+      }
+      boost::system::error_code ec;
+      switch (stage) {
+        case tcp_peer::rx_stage::header: {
+          auto n = read_some(p, p.rx_header.data() + p.rx_header_got,
+                             p.rx_header.size() - p.rx_header_got, ec);
+          if (ec) return read_failed(r, ec);
+          if (n == 0) return;
+          p.rx_header_got += n;
+          if (p.rx_header_got == p.rx_header.size()) {
+            p.rx_header_got = 0;
+            on_header(r);
+          }
+          break;
+        }
+        case tcp_peer::rx_stage::placing:
+          place_payload(r, false);
+          break;
+        case tcp_peer::rx_stage::payload: {
+          if (!p.rx_direct && p.rx_received == p.rx_message.capacity && !grow_rx_message(r)) return;
+          std::byte* into = p.rx_direct ? p.rx_into : p.rx_message.data.get();
+          auto const end = p.rx_direct ? static_cast<std::size_t>(p.rx.length)
+                                       : std::min(p.rx_message.size, p.rx_message.capacity);
+          auto n = read_some(p, into + p.rx_received, end - p.rx_received, ec);
+          if (ec) return read_failed(r, ec);
+          if (n == 0) return;
+          p.rx_received += n;
+          if (p.rx_received == p.rx.length) on_payload(r);
+          break;
+        }
+        case tcp_peer::rx_stage::parked:
+        case tcp_peer::rx_stage::stopped:
+          return;
+      }
+    }
+  }
+
+  // As much of `len` bytes as the socket holds now, without blocking; 0 when it holds nothing
+  // (or with `ec` set: the connection failed or the peer closed it, eof).
+  static std::size_t read_some(tcp_peer& p, std::byte* into, std::size_t len,
+                               boost::system::error_code& ec) {
+    std::lock_guard fd_lock(p.fd_mutex);  // close_peer waits: the number is not reused under us
+    if (p.fd < 0) {
+      ec = asio::error::not_connected;
+      return 0;
+    }
+    for (;;) {
+      ssize_t n = ::recv(p.fd, into, len, MSG_DONTWAIT);
+      if (n > 0) return static_cast<std::size_t>(n);
+      if (n == 0) {
+        ec = asio::error::eof;
+        return 0;
+      }
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) return 0;
+      ec = {errno, asio::error::get_system_category()};
+      return 0;
+    }
+  }
+
+  // Holding peer r's reader role, without mutex_, after pump(): lets go of the role, leaving
+  // the socket watched whenever more may come. If the I/O thread was told the socket is
+  // readable while this thread held the role, this one reads once more first (recheck): what
+  // woke the I/O thread may have come after its last look.
+  void finish_reading(int r) {
+    auto& p = peers_[r];
+    for (;;) {
+      {
+        std::lock_guard lock(mutex_);
+        bool const more = reads_on(p);
+        if (!more || !p.recheck) {
+          if (more && !p.wait_armed) arm_wait(r);
+          p.reading = false;
+          return;
+        }
+        p.recheck = false;
+      }
+      pump(r);
+    }
+  }
+
+  // Under mutex_, holding peer r's reader role after the socket said it holds nothing more:
+  // on_readable runs on the I/O thread once it has something to read (or is closed). Armed
+  // only then, never while unread bytes wait: Asio's reactor re-checks readiness when a wait
+  // begins (epoll_ctl), so a wait armed on a readable socket fires at once, and would fire
+  // again and again while the reader is still at work. Started from whichever thread holds the
+  // role (Asio's reactor takes its own lock), under fd_mutex so that the socket is not closed
+  // meanwhile.
+  void arm_wait(int r) {
+    auto& p = peers_[r];
+    std::lock_guard fd_lock(p.fd_mutex);
+    if (p.fd < 0) return;  // closed: its reader has stopped or is about to
+    p.wait_armed = true;
+    p.socket->async_wait(tcp::socket::wait_read,
+                         [this, r](boost::system::error_code ec) { on_readable(r, ec); });
+  }
+
+  // On the I/O thread, when the transport starts: reads what each socket already holds (which
+  // arms its wait).
+  void start_reading(int r) {
+    auto& p = peers_[r];
+    {
+      std::lock_guard lock(mutex_);
+      if (p.reading) {
+        p.recheck = true;
+        return;
+      }
+      if (!reads_on(p)) return;
+      p.reading = true;
+    }
+    pump(r);
+    finish_reading(r);
+  }
+
+  // On the I/O thread: peer r's socket is readable, or closed (ec).
+  void on_readable(int r, boost::system::error_code ec) {
+    auto& p = peers_[r];
+    {
+      std::lock_guard lock(mutex_);
+      p.wait_armed = false;
+      if (p.reading) {  // the caller is reading it: it looks once more, and arms the next wait
+        p.recheck = true;
+        return;
+      }
+      if (!reads_on(p)) return;
+      p.reading = true;
+    }
+    if (ec)
+      read_failed(r, ec);
+    else
+      pump(r);
+    finish_reading(r);
+  }
+
+  // Holding peer r's reader role: a complete header is in rx_header.
+  void on_header(int r) {
+    auto& p = peers_[r];
     auto header = decode_frame_header(p.rx_header);
     std::string problem = header.error;
     if (problem.empty() && header.value.source != r)
@@ -835,11 +1051,13 @@ class tcp_impl {
     if (!problem.empty()) {
       // Nothing of the frame is allocated or read: the connection is closed.
       std::lock_guard lock(mutex_);
+      p.stage = tcp_peer::rx_stage::stopped;
       poison(errc::protocol,
              prefix() + "protocol error on the connection with " + p.where + ": " + problem +
                  "; closed the connection",
              true);
-      return close_peer(r);
+      asio::post(io_, [this, r] { close_peer(r); });
+      return;
     }
     p.rx = header.value;
     if (p.rx.type == frame_type::bye) {
@@ -849,25 +1067,21 @@ class tcp_impl {
       // A rank that ended before this rank's current collective will never take part in it.
       if (auto what = ended_disagreement(r); !what.empty()) found_mismatch(what);
       notify();
-      return read_header(r);  // until EOF
+      return;  // read on, until EOF
     }
     if (p.rx.type == frame_type::status_query) {
-      answer_status(r);
-      return read_header(r);
+      asio::post(io_, [this, r] { answer_status(r); });  // a write: the I/O thread's
+      return;
     }
-    if (p.rx.type == frame_type::status_reply) {
-      record_status(r, p.rx);
-      return read_header(r);
-    }
-    start_payload(r, true);
+    if (p.rx.type == frame_type::status_reply) return record_status(r, p.rx);
+    place_payload(r, true);
   }
 
-  // On the I/O thread: the payload of the frame whose header is in peers_[r].rx goes straight
+  // Holding peer r's reader role: the payload of the frame whose header is in rx goes straight
   // into the posted receive if it is that frame's, else into a pooled buffer of the queue; or,
   // if `may_park` and the frame is large (park_threshold), it stays in the socket for now.
-  void start_payload(int r, bool may_park) {
+  void place_payload(int r, bool may_park) {
     auto& p = peers_[r];
-    std::byte* into = nullptr;
     {
       std::lock_guard lock(mutex_);
       auto* pr = posted_;
@@ -894,34 +1108,33 @@ class tcp_impl {
                  describe(pr->call) + " from " + p.where + " (" + tag_text(tag{pr->tg}) +
                  "), but rank " + std::to_string(r) + " sent " + std::to_string(p.rx.length) +
                  " bytes for " + describe(p.rx.call);
+        p.stage = tcp_peer::rx_stage::stopped;
         poison(errc::mismatch, what, true);
         return;
       }
       next_for_posted = next_for_posted && pr->call == p.rx.call;
       p.rx_direct = next_for_posted;
+      p.rx_received = 0;
       if (p.rx_direct) {
         pr->st = tcp_posted_recv::claimed;
-        into = pr->in.data();
+        p.rx_into = pr->in.data();
       } else if (may_park && may_park_now(p.rx)) {
         p.parked = true;
+        p.stage = tcp_peer::rx_stage::parked;
         ++parked_count_;
-        if (!progress_.in_call()) arm_drain_timer();
+        if (!progress_.in_call()) asio::post(io_, [this] { arm_drain_timer(); });
         return;
       } else {
-        // At most receive_step now; more as the bytes arrive (read_piece): a header's length
-        // is only a claim.
+        // At most receive_step now; more as the bytes arrive (grow_rx_message): a header's
+        // length is only a claim.
         p.rx_message = take_buffer(
             static_cast<std::size_t>(std::min<std::uint64_t>(p.rx.length, receive_step)));
         p.rx_message.size = static_cast<std::size_t>(p.rx.length);
         p.rx_message.call = p.rx.call;
-        p.rx_received = 0;
       }
+      p.stage = tcp_peer::rx_stage::payload;
     }
-    if (p.rx.length == 0) return on_payload(r, {}, 0);
-    if (!p.rx_direct) return read_piece(r);
-    asio::async_read(
-        *p.socket, asio::buffer(into, p.rx.length), transfer_all_large{},
-        [this, r](boost::system::error_code ec, std::size_t n) { on_payload(r, ec, n); });
+    if (p.rx.length == 0) on_payload(r);
   }
 
   // Under mutex_: whether a frame whose receive is not posted may stay in the socket. Not while
@@ -938,13 +1151,21 @@ class tcp_impl {
   // if that was posted meanwhile).
   void drain_parked() {
     for (int r = 0; r < o_.size; ++r) {
+      auto& p = peers_[r];
       {
         std::lock_guard lock(mutex_);
-        if (!peers_[r].parked) continue;
-        peers_[r].parked = false;
+        if (!p.parked) continue;
+        p.parked = false;
         --parked_count_;
+        p.stage = tcp_peer::rx_stage::placing;
+        if (p.reading) {  // it is being unparked by its reader: read on there
+          p.recheck = true;
+          continue;
+        }
+        p.reading = true;
       }
-      start_payload(r, false);
+      pump(r);
+      finish_reading(r);
     }
   }
 
@@ -962,50 +1183,43 @@ class tcp_impl {
     });
   }
 
-  // The next piece of a queued payload: into what is allocated (a buffer from the pool may
-  // hold more than the message), growing it by receive_step once full, so memory follows the
-  // bytes that actually arrived.
-  void read_piece(int r) {
+  // Holding peer r's reader role: a queued payload's buffer is full, and more is coming. It
+  // grows by receive_step (a buffer from the pool may already hold more than the message), so
+  // memory follows the bytes that actually arrived. False if memory ran out (the connection is
+  // then closed).
+  bool grow_rx_message(int r) {
     auto& p = peers_[r];
     auto& m = p.rx_message;
-    if (p.rx_received == m.capacity) {
-      try {
-        grow_buffer(m, std::min(m.size, p.rx_received + receive_step));
-      } catch (std::bad_alloc const&) {
-        std::lock_guard lock(mutex_);
-        poison(errc::protocol,
-               prefix() + "out of memory after " + std::to_string(p.rx_received) + " of the " +
-                   std::to_string(m.size) + " bytes " + p.where + " is sending (" +
-                   describe(m.call) + "); closed the connection",
-               true);
-        return close_peer(r);
-      }
+    try {
+      grow_buffer(m, std::min(m.size, p.rx_received + receive_step));
+      return true;
+    } catch (std::bad_alloc const&) {
+      std::lock_guard lock(mutex_);
+      p.stage = tcp_peer::rx_stage::stopped;
+      poison(errc::protocol,
+             prefix() + "out of memory after " + std::to_string(p.rx_received) + " of the " +
+                 std::to_string(m.size) + " bytes " + p.where + " is sending (" + describe(m.call) +
+                 "); closed the connection",
+             true);
+      asio::post(io_, [this, r] { close_peer(r); });
+      return false;
     }
-    auto end = std::min(m.size, m.capacity);
-    asio::async_read(*p.socket, asio::buffer(m.data.get() + p.rx_received, end - p.rx_received),
-                     transfer_all_large{}, [this, r](boost::system::error_code ec, std::size_t n) {
-                       on_payload(r, ec, n);
-                     });
   }
 
-  void on_payload(int r, boost::system::error_code ec, std::size_t n) {
+  // Holding peer r's reader role: the payload of the frame in rx is complete.
+  void on_payload(int r) {
     auto& p = peers_[r];
+    std::lock_guard lock(mutex_);
+    p.stage = tcp_peer::rx_stage::header;
     if (p.rx_direct) {
       p.rx_direct = false;
-      {
-        std::lock_guard lock(mutex_);
-        posted_->st = ec ? tcp_posted_recv::failed : tcp_posted_recv::done;
-        posted_ = nullptr;
-        notify();
-      }
-      if (ec) return on_read_error(r, ec);
-      return read_header(r);
+      posted_->st = tcp_posted_recv::done;
+      posted_ = nullptr;
+      notify();
+      return;
     }
-    if (ec) return on_read_error(r, ec);
-    p.rx_received += n;
-    if (p.rx_received < p.rx_message.size) return read_piece(r);
-    std::lock_guard lock(mutex_);
     if (p.rx.type == frame_type::abort) {
+      p.stage = tcp_peer::rx_stage::stopped;  // nothing follows it
       std::string text(reinterpret_cast<char const*>(p.rx_message.data.get()), p.rx.length);
       auto code = static_cast<errc>(p.rx.tag) == errc::mismatch ? errc::mismatch : errc::aborted;
       bool const first = !poisoned_;
@@ -1025,12 +1239,18 @@ class tcp_impl {
     inbox_[key(r, tag{p.rx.tag})].push_back(std::move(p.rx_message));  // nothing lost
     if (!wrong.empty()) found_mismatch(wrong);
     notify();
-    read_header(r);
   }
 
-  void on_read_error(int r, boost::system::error_code ec) {
+  // Holding peer r's reader role: reading its socket failed, or it was closed.
+  void read_failed(int r, boost::system::error_code ec) {
     auto& p = peers_[r];
     std::lock_guard lock(mutex_);
+    p.stage = tcp_peer::rx_stage::stopped;
+    if (p.rx_direct) {  // the posted receive is not filled
+      p.rx_direct = false;
+      posted_->st = tcp_posted_recv::failed;
+      posted_ = nullptr;
+    }
     p.ended = true;
     notify();
     if (closing_ || leaving_ || ec == asio::error::operation_aborted) return;
@@ -1040,7 +1260,6 @@ class tcp_impl {
                (ec == asio::error::eof ? std::string("connection closed") : ec.message()) +
                " before it finished (the process exited, crashed or was killed)",
            true);  // ranks that wait on us, not on the lost rank, learn which rank was lost
-    notify();
   }
 
   // Says bye to every peer (after any queued frames) and waits for theirs, so that every

@@ -5,6 +5,9 @@
 /// environment that `tools/gcl-launch`, `torchrun`-style launchers, `mpirun` and `srun` set.
 /// Needs no Boost, so a program can parse its options without including Asio.
 
+#include <sched.h>
+
+#include <algorithm>
 #include <charconv>
 #include <chrono>
 #include <cmath>
@@ -40,13 +43,18 @@ struct tcp_options {
   /// evaluation or a checkpoint while the others wait in the next collective. A dead peer is
   /// noticed at once whatever the timeout; only a hung or stopped one waits this long.
   std::chrono::milliseconds timeout{std::chrono::minutes{30}};
-  /// How long a blocked `send` or `recv` polls for its message before sleeping on a condition
-  /// variable. 0 (the default): never. The message is read by this rank's I/O thread, and a
-  /// caller that polls, even yielding every round, keeps that thread off the core it needs:
-  /// measured back to back on 2 cores, a 4-byte all_reduce at P = 2 took 3.9 ms (a scheduler
-  /// tick) with 50 us of polling and 20 us without. Worth setting only where every rank's
-  /// threads have cores of their own.
+  /// How long a blocked `send` or `recv` polls before sleeping on a condition variable. While
+  /// it polls, `recv` reads its peer's socket itself, so a message is taken the moment it
+  /// arrives, with no thread woken; after that, this rank's I/O thread reads for it. 0 (the
+  /// struct's default): read once, then sleep. `from_env` sets `default_spin` when each rank of
+  /// the job on this host has a core of its own (see there), as Open MPI polls, because polling
+  /// where ranks share cores only takes time from the rank that would send the message. With
+  /// spin > 0 the rank's I/O thread runs at the lowest priority (nice 19), so that it never
+  /// preempts its own polling caller: measured on 2 cores, a 4-byte all_reduce at P = 2 took
+  /// 8-19 us so, 35-58 us when the I/O thread preempted the poller, 60-100 us without polling.
   std::chrono::microseconds spin{0};
+  /// What `from_env` sets `spin` to when ranks have cores of their own.
+  static constexpr std::chrono::microseconds default_spin{50};
   /// Job token: every connection must present the same one, else it is refused. Not a secret
   /// against an attacker on the wire (it is hashed, not encrypted): it keeps jobs apart. Empty
   /// here; `from_env` fills it from GCL_TOKEN or the launcher's job identity, and
@@ -74,7 +82,7 @@ struct tcp_options {
   /// | master_port | GCL_MASTER_PORT, MASTER_PORT (required when size > 1)                     |
   /// | token       | GCL_TOKEN, else the launcher's job identity (see below)                   |
   /// | timeout     | GCL_TIMEOUT (seconds, may be fractional; default 30 minutes)              |
-  /// | spin        | GCL_SPIN_US (microseconds, 0 to 1000000; default 0)                       |
+  /// | spin        | GCL_SPIN_US (microseconds, 0 to 1000000; default: see `spin`)             |
   /// | bind        | GCL_BIND_ADDR, GCL_INTERFACE, GCL_ADDRESS_FAMILY (4, 6, v4, v6, any)      |
   ///
   /// Without GCL_TOKEN the token is derived from the first of these that is set, which every
@@ -89,6 +97,14 @@ struct tcp_options {
   /// A missing or malformed variable throws `gcl::usage_error` naming it.
   ///
   ///     auto comm = gcl::communicator(gcl::tcp_transport(gcl::tcp_options::from_env()));
+  /// The CPUs this process may run on (its affinity mask), at least 1.
+  static unsigned usable_cpus() {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof set, &set) != 0) return 1;
+    return static_cast<unsigned>(std::max(1, CPU_COUNT(&set)));
+  }
+
   static tcp_options from_env() {
     return from_env([](char const* n) { return std::getenv(n); });
   }
@@ -159,8 +175,19 @@ struct tcp_options {
                           "' is not a positive number of seconds");
       o.timeout = std::chrono::milliseconds(static_cast<long long>(std::ceil(s * 1000)));
     }
-    if (auto s = first({"GCL_SPIN_US"}))
+    if (auto s = first({"GCL_SPIN_US"})) {
       o.spin = std::chrono::microseconds(integer(*s, 0, 1000000));
+    } else {
+      // A core of its own: the launcher bound this rank to one (gcl-launch says which in
+      // GCL_BOUND_CPU), or it says how many ranks share this host (torchrun and gcl-launch:
+      // LOCAL_WORLD_SIZE, Open MPI: OMPI_COMM_WORLD_LOCAL_SIZE, MPICH: MPI_LOCALNRANKS) and
+      // this process may use at least as many CPUs.
+      auto local = first({"LOCAL_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS"});
+      bool const own_core =
+          first({"GCL_BOUND_CPU"}).has_value() ||
+          (local && integer(*local, 1, 1 << 20) <= static_cast<long long>(usable_cpus()));
+      if (own_core) o.spin = default_spin;
+    }
     if (auto b = first({"GCL_BIND_ADDR"})) o.bind_address = b->second;
     if (auto i = first({"GCL_INTERFACE"})) o.interface_name = i->second;
     if (auto f = first({"GCL_ADDRESS_FAMILY"})) {
