@@ -5,7 +5,7 @@
 // respects the limits frame_problem promises (status frames: none, and a status reply names a
 // rank of the job); error texts are bounded.
 
-#include <gcl/detail/tcp_wire.hpp>
+#include <gcl/transport/tcp/wire.hpp>
 
 #include <array>
 #include <climits>

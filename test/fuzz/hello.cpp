@@ -3,7 +3,7 @@
 // with the right magic and version, a known kind and address family 4 or 6; re-encoding it
 // gives back its bytes (the reserved ones aside); error texts are bounded.
 
-#include <gcl/detail/tcp_wire.hpp>
+#include <gcl/transport/tcp/wire.hpp>
 
 #include <array>
 #include <cstring>

@@ -6,7 +6,7 @@
 // field, without NUL or control characters; encoding the decoded reply and decoding it again
 // gives the same reply.
 
-#include <gcl/detail/tcp_wire.hpp>
+#include <gcl/transport/tcp/wire.hpp>
 
 #include <array>
 

@@ -5,7 +5,7 @@
 // without payload, and names a rank of the job or none (-1); re-encoding it gives back the tag;
 // frame_problem agrees with decode_status; error texts are bounded.
 
-#include <gcl/detail/tcp_wire.hpp>
+#include <gcl/transport/tcp/wire.hpp>
 
 #include "check.hpp"
 

@@ -5,7 +5,7 @@
 // one entry per rank, each of family 4 or 6, every rank but 0 with a port; re-encoding it
 // gives back its bytes (the reserved ones aside); error texts are bounded.
 
-#include <gcl/detail/tcp_wire.hpp>
+#include <gcl/transport/tcp/wire.hpp>
 
 #include <cstring>
 #include <vector>

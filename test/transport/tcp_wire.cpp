@@ -1,11 +1,11 @@
 #define BOOST_TEST_MODULE transport_tcp_wire
 #include <boost/test/unit_test.hpp>
 
-// The TCP transport's wire decoders (include/gcl/detail/tcp_wire.hpp) on chosen bytes: what
+// The TCP transport's wire decoders (include/gcl/transport/tcp/wire.hpp) on chosen bytes: what
 // they accept, and for what they refuse, the text. test/fuzz runs the same decoders on random
 // bytes.
 
-#include <gcl/detail/tcp_wire.hpp>
+#include <gcl/transport/tcp/wire.hpp>
 
 #include <array>
 #include <cstddef>

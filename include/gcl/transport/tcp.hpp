@@ -15,17 +15,6 @@
 /// and copies it out.
 /// See doc/tcp.md for the rendezvous, the environment and the failure behaviour.
 
-#include <utility>  // first: some Boost 1.74 Asio headers use std::exchange without it
-
-#include <boost/asio/buffer.hpp>
-#include <boost/asio/executor_work_guard.hpp>
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/post.hpp>
-#include <boost/asio/read.hpp>
-#include <boost/asio/steady_timer.hpp>
-#include <boost/asio/write.hpp>
-
 #include <unistd.h>
 
 #include <exception>
@@ -36,10 +25,11 @@
 #include <utility>
 
 #include "../call_info.hpp"
-#include "../detail/tcp_impl.hpp"
 #include "../error.hpp"
 #include "../transport_hints.hpp"
-#include "tcp_options.hpp"
+#include "tcp/asio.hpp"
+#include "tcp/engine.hpp"
+#include "tcp/options.hpp"
 
 namespace gcl {
 

@@ -13,20 +13,7 @@
 // affecting the job; the accept loop keeps running after the rendezvous, so the same holds for
 // the whole life of the transport.
 
-#include <utility>  // first: some Boost 1.74 Asio headers use std::exchange without it
-
-#include <boost/asio/buffer.hpp>
-#include <boost/asio/executor_work_guard.hpp>
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/post.hpp>
-#include <boost/asio/read.hpp>
-#include <boost/asio/steady_timer.hpp>
-#include <boost/asio/write.hpp>
-
-#include <ifaddrs.h>
-#include <net/if.h>
-#include <netinet/in.h>
+#include "asio.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -42,15 +29,14 @@
 #include <string>
 #include <vector>
 
-#include "../error.hpp"
-#include "../transport/tcp_options.hpp"
-#include "deadline.hpp"
-#include "tcp_wire.hpp"
+#include "../../detail/deadline.hpp"
+#include "../../error.hpp"
+#include "abort_state.hpp"
+#include "interfaces.hpp"
+#include "options.hpp"
+#include "wire.hpp"
 
 namespace gcl::detail {
-
-namespace asio = boost::asio;
-using asio::ip::tcp;
 
 // How many times an accept failed (out of descriptors, buffers or memory, ...) in this process,
 // over all transports: for tests that check the accept loop backs off instead of spinning.
@@ -59,64 +45,6 @@ inline std::atomic<std::uint64_t> tcp_accept_failures{0};
 inline std::string endpoint_text(tcp::endpoint const& e) {
   auto a = e.address().to_string();
   return (e.address().is_v6() ? "[" + a + "]" : a) + ":" + std::to_string(e.port());
-}
-
-// A spawn group's shared abort flag and the transports to wake when it is raised.
-struct tcp_abort_state {
-  std::atomic<bool> aborted{false};
-  std::mutex mutex;
-  std::string reason;
-  errc code = errc::aborted;
-  // Made by tcp_transport::group (ranks are threads of this process, and spawn reports the
-  // group's failure) rather than for one standalone rank.
-  bool group = false;
-  std::vector<std::pair<void const*, std::function<void()>>> members;
-
-  // `reason` and `code` are written once, before `aborted` is raised, and never again: why()
-  // needs no lock, so a transport may call it while holding its own mutex (abort() takes them in
-  // the other order).
-  void abort(std::string const& why, errc c = errc::aborted) {
-    std::lock_guard lock(mutex);
-    if (aborted.load()) return;
-    reason = why;
-    code = c;
-    aborted.store(true, std::memory_order_release);
-    for (auto& m : members) m.second();
-  }
-  std::string why() const { return aborted.load(std::memory_order_acquire) ? reason : ""; }
-};
-
-// The address of a named interface, in the requested family (v4 preferred for `any`).
-inline asio::ip::address interface_address(std::string const& name, address_family family) {
-  ifaddrs* list = nullptr;
-  if (getifaddrs(&list) != 0)
-    throw transport_error(errc::connection_refused, "gcl: cannot list network interfaces");
-  std::optional<asio::ip::address> v4, v6;
-  for (ifaddrs* i = list; i != nullptr; i = i->ifa_next) {
-    if (i->ifa_addr == nullptr || name != i->ifa_name) continue;
-    if (i->ifa_addr->sa_family == AF_INET && !v4) {
-      auto* s = reinterpret_cast<sockaddr_in const*>(i->ifa_addr);
-      asio::ip::address_v4::bytes_type b;
-      std::memcpy(b.data(), &s->sin_addr, 4);
-      v4 = asio::ip::address_v4(b);
-    } else if (i->ifa_addr->sa_family == AF_INET6) {
-      auto* s = reinterpret_cast<sockaddr_in6 const*>(i->ifa_addr);
-      asio::ip::address_v6::bytes_type b;
-      std::memcpy(b.data(), &s->sin6_addr, 16);
-      asio::ip::address_v6 a(b, s->sin6_scope_id);
-      // A routable address beats a link-local one, which other hosts reach only with a scope.
-      if (!v6 || (v6->to_v6().is_link_local() && !a.is_link_local())) v6 = a;
-    }
-  }
-  freeifaddrs(list);
-  if (family != address_family::v6 && v4) return *v4;
-  if (family != address_family::v4 && v6) return *v6;
-  throw transport_error(errc::connection_refused,
-                        "gcl: network interface '" + name + "' does not exist or has no " +
-                            (family == address_family::v6   ? "IPv6"
-                             : family == address_family::v4 ? "IPv4"
-                                                            : "IP") +
-                            " address (GCL_INTERFACE / tcp_options::interface_name)");
 }
 
 class tcp_rendezvous : public std::enable_shared_from_this<tcp_rendezvous> {

@@ -23,8 +23,8 @@
 #include <string_view>
 #include <vector>
 
-#include "../call_info.hpp"
-#include "../error.hpp"
+#include "../../call_info.hpp"
+#include "../../error.hpp"
 
 namespace gcl::detail {
 

@@ -5,15 +5,7 @@
 // receive, early large frames left in the socket for it (park_threshold), bye and abort
 // frames, poisoning. Kept apart so that transport/tcp.hpp stays a short read.
 
-#include <utility>  // first: some Boost 1.74 Asio headers use std::exchange without it
-
-#include <boost/asio/buffer.hpp>
-#include <boost/asio/executor_work_guard.hpp>
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/post.hpp>
-#include <boost/asio/steady_timer.hpp>
-#include <boost/asio/write.hpp>
+#include "asio.hpp"
 
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -42,13 +34,14 @@
 #include <utility>
 #include <vector>
 
-#include "../call_info.hpp"
-#include "../error.hpp"
-#include "../transport/tcp_options.hpp"
-#include "call_progress.hpp"
-#include "deadline.hpp"
-#include "tcp_rendezvous.hpp"
-#include "tcp_wire.hpp"
+#include "../../call_info.hpp"
+#include "../../detail/call_progress.hpp"
+#include "../../detail/deadline.hpp"
+#include "../../error.hpp"
+#include "abort_state.hpp"
+#include "options.hpp"
+#include "rendezvous.hpp"
+#include "wire.hpp"
 
 namespace gcl {
 

@@ -1,0 +1,255 @@
+#pragma once
+/// \file
+/// `tcp_options`: who this rank is, where rank 0 listens, how long to wait, which job it
+/// belongs to and which interface to use. `tcp_options::from_env()` reads them from the
+/// environment that `tools/gcl-launch`, `torchrun`-style launchers, `mpirun` and `srun` set.
+/// Needs no Boost, so a program can parse its options without including Asio.
+
+#include <sched.h>
+
+#include <algorithm>
+#include <charconv>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <initializer_list>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "../../error.hpp"
+
+namespace gcl {
+
+/// Which IP version the transport uses. `any` follows what `master_addr` resolves to.
+enum class address_family : std::uint8_t { any, v4, v6 };
+
+/// Options of `tcp_transport`.
+///
+///     gcl::tcp_options o{.rank = 1, .size = 4, .master_addr = "10.0.0.1", .master_port = 29500};
+///     gcl::communicator comm(gcl::tcp_transport(o));
+///     auto o2 = gcl::tcp_options::from_env();  // GCL_RANK, GCL_WORLD_SIZE, ...
+struct tcp_options {
+  int rank = 0;  ///< this process's rank, in [0, size)
+  int size = 1;  ///< number of ranks in the job
+  /// Where rank 0 listens for the rendezvous (a host name or an address). Rank 0 binds it.
+  std::string master_addr = "127.0.0.1";
+  /// Rank 0's rendezvous port. 0 lets `tcp_transport::group` pick a free port (tests).
+  std::uint16_t master_port = 0;
+  /// Bound on the rendezvous and on every blocking call; exceeded -> `errc::timeout`. 30
+  /// minutes by default, as torch.distributed's: a rank may legitimately spend minutes in
+  /// evaluation or a checkpoint while the others wait in the next collective. A dead peer is
+  /// noticed at once whatever the timeout; only a hung or stopped one waits this long.
+  std::chrono::milliseconds timeout{std::chrono::minutes{30}};
+  /// How long a blocked `send` or `recv` polls before sleeping on a condition variable. While
+  /// it polls, `recv` reads its peer's socket itself, so a message is taken the moment it
+  /// arrives, with no thread woken; after that, this rank's I/O thread reads for it. 0 (the
+  /// struct's default): read once, then sleep. `from_env` sets `default_spin` when each rank of
+  /// the job on this host has a core of its own (see there), as Open MPI polls, because polling
+  /// where ranks share cores only takes time from the rank that would send the message. With
+  /// spin > 0 the rank's I/O thread runs at the lowest priority (nice 19), so that it never
+  /// preempts its own polling caller: measured on 2 cores, a 4-byte all_reduce at P = 2 took
+  /// 8-19 us so, 35-58 us when the I/O thread preempted the poller, 60-100 us without polling.
+  std::chrono::microseconds spin{0};
+  /// What `from_env` sets `spin` to when ranks have cores of their own.
+  static constexpr std::chrono::microseconds default_spin{50};
+  /// Job token: every connection must present the same one, else it is refused. Not a secret
+  /// against an attacker on the wire (it is hashed, not encrypted): it keeps jobs apart. Empty
+  /// here; `from_env` fills it from GCL_TOKEN or the launcher's job identity, and
+  /// `tcp_transport::group` picks a random one when it is empty.
+  std::string token;
+  /// Where `token` came from, for messages: the variables `from_env` took it from
+  /// ("GCL_TOKEN", "SLURM_JOB_ID+SLURM_STEP_ID", ...), "random" for a group's own. Empty when
+  /// the program set `token` itself or there is none: see `token_origin()`.
+  std::string token_source;
+  /// Local address to bind this rank's listener and outgoing connections to ("" = the address
+  /// of the interface that reaches rank 0; rank 0 binds `master_addr`).
+  std::string bind_address;
+  /// Network interface whose address to use, for example "eth1" (overrides `bind_address`).
+  std::string interface_name;
+  /// IPv4, IPv6, or whatever `master_addr` resolves to first.
+  address_family family = address_family::any;
+
+  /// Options from the environment. First match wins:
+  ///
+  /// | field       | variables                                                                 |
+  /// |-------------|---------------------------------------------------------------------------|
+  /// | rank        | GCL_RANK, RANK, OMPI_COMM_WORLD_RANK, PMI_RANK, SLURM_PROCID              |
+  /// | size        | GCL_WORLD_SIZE, WORLD_SIZE, OMPI_COMM_WORLD_SIZE, PMI_SIZE, SLURM_NTASKS  |
+  /// | master_addr | GCL_MASTER_ADDR, MASTER_ADDR (required when size > 1)                     |
+  /// | master_port | GCL_MASTER_PORT, MASTER_PORT (required when size > 1)                     |
+  /// | token       | GCL_TOKEN, else the launcher's job identity (see below)                   |
+  /// | timeout     | GCL_TIMEOUT (seconds, may be fractional; default 30 minutes)              |
+  /// | spin        | GCL_SPIN_US (microseconds, 0 to 1000000; default: see `spin`)             |
+  /// | bind        | GCL_BIND_ADDR, GCL_INTERFACE, GCL_ADDRESS_FAMILY (4, 6, v4, v6, any)      |
+  ///
+  /// Without GCL_TOKEN the token is derived from the first of these that is set, which every
+  /// rank of one job shares and other jobs do not: TORCHELASTIC_RUN_ID (torchrun; not its
+  /// default "none"), PMIX_NAMESPACE (Open MPI 5, PMIx launchers such as srun --mpi=pmix),
+  /// OMPI_MCA_ess_base_jobid or OMPI_MCA_orte_ess_jobid (Open MPI 4 and older), SLURM_JOB_ID
+  /// with SLURM_STEP_ID (srun). MPICH's Hydra exports no job identity, so under plain
+  /// `mpiexec` the token stays empty, and so does it with none of these: then any local process
+  /// can claim a rank during the rendezvous (set GCL_TOKEN, or use tools/gcl-launch, which sets
+  /// a random one). `token_source` says which variables gave the token.
+  ///
+  /// A missing or malformed variable throws `gcl::usage_error` naming it.
+  ///
+  ///     auto comm = gcl::communicator(gcl::tcp_transport(gcl::tcp_options::from_env()));
+  /// The CPUs this process may run on (its affinity mask), at least 1.
+  static unsigned usable_cpus() {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof set, &set) != 0) return 1;
+    return static_cast<unsigned>(std::max(1, CPU_COUNT(&set)));
+  }
+
+  static tcp_options from_env() {
+    return from_env([](char const* n) { return std::getenv(n); });
+  }
+
+  /// Same, reading variables through `get(name)` (returns `char const*` or null): for tests.
+  template <class Getenv>
+  static tcp_options from_env(Getenv&& get) {
+    using list = std::initializer_list<char const*>;
+    auto first = [&](list names) -> std::optional<std::pair<char const*, std::string>> {
+      for (char const* n : names)
+        if (char const* v = get(n); v != nullptr && *v != '\0') return std::pair{n, std::string(v)};
+      return std::nullopt;
+    };
+    auto integer = [](std::pair<char const*, std::string> const& v, long long lo, long long hi) {
+      long long x = 0;
+      auto const& s = v.second;
+      auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), x);
+      if (ec != std::errc{} || end != s.data() + s.size() || x < lo || x > hi)
+        throw usage_error("gcl: environment variable " + std::string(v.first) + "='" + s +
+                          "' is not an integer in [" + std::to_string(lo) + ", " +
+                          std::to_string(hi) + "]");
+      return x;
+    };
+    auto names_of = [](list names) {
+      std::string s;
+      for (char const* n : names) s += (s.empty() ? "" : ", ") + std::string(n);
+      return s;
+    };
+
+    tcp_options o;
+    list rank_vars{"GCL_RANK", "RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"};
+    list size_vars{"GCL_WORLD_SIZE", "WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE",
+                   "SLURM_NTASKS"};
+    auto size = first(size_vars);
+    auto rank = first(rank_vars);
+    if (!size)
+      throw usage_error("gcl: the world size is not set: set one of " + names_of(size_vars) +
+                        " (tools/gcl-launch sets GCL_WORLD_SIZE)");
+    o.size = static_cast<int>(integer(*size, 1, 1 << 20));
+    if (!rank)
+      throw usage_error("gcl: the rank is not set: set one of " + names_of(rank_vars) +
+                        " (tools/gcl-launch sets GCL_RANK)");
+    o.rank = static_cast<int>(integer(*rank, 0, o.size - 1));
+
+    list addr_vars{"GCL_MASTER_ADDR", "MASTER_ADDR"}, port_vars{"GCL_MASTER_PORT", "MASTER_PORT"};
+    if (auto a = first(addr_vars))
+      o.master_addr = a->second;
+    else if (o.size > 1)
+      throw usage_error("gcl: rank 0's address is not set: set " + names_of(addr_vars) +
+                        " to a host name or address that every rank can reach");
+    if (auto p = first(port_vars))
+      o.master_port = static_cast<std::uint16_t>(integer(*p, 1, 65535));
+    else if (o.size > 1)
+      throw usage_error("gcl: rank 0's port is not set: set " + names_of(port_vars) +
+                        " to a free TCP port on " + o.master_addr);
+
+    if (auto t = first({"GCL_TOKEN"})) {
+      o.token = t->second;
+      o.token_source = t->first;
+    } else {
+      job_identity(get, o);
+    }
+    if (auto t = first({"GCL_TIMEOUT"})) {
+      char* end = nullptr;
+      double s = std::strtod(t->second.c_str(), &end);
+      if (end == t->second.c_str() || *end != '\0' || !std::isfinite(s) || s <= 0 || s > 1e7)
+        throw usage_error("gcl: environment variable GCL_TIMEOUT='" + t->second +
+                          "' is not a positive number of seconds");
+      o.timeout = std::chrono::milliseconds(static_cast<long long>(std::ceil(s * 1000)));
+    }
+    if (auto s = first({"GCL_SPIN_US"})) {
+      o.spin = std::chrono::microseconds(integer(*s, 0, 1000000));
+    } else {
+      // A core of its own: the launcher bound this rank to one (gcl-launch says which in
+      // GCL_BOUND_CPU), or it says how many ranks share this host (torchrun and gcl-launch:
+      // LOCAL_WORLD_SIZE, Open MPI: OMPI_COMM_WORLD_LOCAL_SIZE, MPICH: MPI_LOCALNRANKS) and
+      // this process may use at least as many CPUs.
+      auto local = first({"LOCAL_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS"});
+      bool const own_core =
+          first({"GCL_BOUND_CPU"}).has_value() ||
+          (local && integer(*local, 1, 1 << 20) <= static_cast<long long>(usable_cpus()));
+      if (own_core) o.spin = default_spin;
+    }
+    if (auto b = first({"GCL_BIND_ADDR"})) o.bind_address = b->second;
+    if (auto i = first({"GCL_INTERFACE"})) o.interface_name = i->second;
+    if (auto f = first({"GCL_ADDRESS_FAMILY"})) {
+      auto const& v = f->second;
+      if (v == "4" || v == "v4" || v == "ipv4")
+        o.family = address_family::v4;
+      else if (v == "6" || v == "v6" || v == "ipv6")
+        o.family = address_family::v6;
+      else if (v == "any")
+        o.family = address_family::any;
+      else
+        throw usage_error("gcl: environment variable GCL_ADDRESS_FAMILY='" + v +
+                          "' is not one of 4, 6, v4, v6, any");
+    }
+    return o;
+  }
+
+  /// Where the token came from, for messages: `token_source`, else "none" for an empty token,
+  /// else "tcp_options::token" (set by the program).
+  std::string token_origin() const {
+    if (!token_source.empty()) return token_source;
+    return token.empty() ? "none" : "tcp_options::token";
+  }
+
+ private:
+  // The launcher's identity of this job, as a token: the first launcher whose variables are
+  // set. Innermost launchers come first (torchrun or mpirun inside a Slurm allocation: two of
+  // them in one allocation share SLURM_JOB_ID, and possibly the step). The variables' names go
+  // into the token too, so that equal numbers from two launchers do not match.
+  template <class Getenv>
+  static void job_identity(Getenv& get, tcp_options& o) {
+    struct launcher {
+      char const* id;        // required
+      char const* detail;    // appended if set, or null
+      char const* unusable;  // a value that does not identify a job, or null
+    };
+    // torchrun's --rdzv-id defaults to "none" outside --standalone: every such job has it.
+    static constexpr launcher launchers[] = {
+        {"TORCHELASTIC_RUN_ID", nullptr, "none"},
+        {"PMIX_NAMESPACE", nullptr, nullptr},
+        {"OMPI_MCA_ess_base_jobid", nullptr, nullptr},
+        {"OMPI_MCA_orte_ess_jobid", nullptr, nullptr},
+        {"SLURM_JOB_ID", "SLURM_STEP_ID", nullptr},
+    };
+    auto value = [&](char const* n) -> std::optional<std::string> {
+      if (char const* v = get(n); v != nullptr && *v != '\0') return std::string(v);
+      return std::nullopt;
+    };
+    for (auto const& l : launchers) {
+      auto id = value(l.id);
+      if (!id || (l.unusable != nullptr && *id == l.unusable)) continue;
+      o.token = std::string("gcl-job:") + l.id + "=" + *id;
+      o.token_source = l.id;
+      if (l.detail != nullptr) {
+        if (auto d = value(l.detail)) {
+          o.token += std::string(",") + l.detail + "=" + *d;
+          o.token_source += std::string("+") + l.detail;
+        }
+      }
+      return;
+    }
+  }
+};
+
+}  // namespace gcl
