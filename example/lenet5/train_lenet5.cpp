@@ -1,4 +1,4 @@
-// train_lenet5: distributed SGD for LeNet-5 on MNIST over gcl (the homework's Task 3).
+// train_lenet5: distributed SGD for LeNet-5 on MNIST over gcl (doc/homework.md, Task 3).
 //
 //   tools/fetch-mnist.sh
 //   train_lenet5 --world-size 4 --algorithm ring --sync params --target-accuracy 0.97
