@@ -45,6 +45,7 @@
 #include "../error.hpp"
 #include "../transport/tcp_options.hpp"
 #include "deadline.hpp"
+#include "error_text.hpp"
 #include "tcp_wire.hpp"
 
 namespace gcl::detail {
@@ -135,7 +136,7 @@ class tcp_rendezvous : public std::enable_shared_from_this<tcp_rendezvous> {
 
   std::vector<std::optional<tcp::socket>>& peers() { return peers_; }
   std::vector<std::string>& where() { return where_; }
-  std::string prefix() const { return "gcl: rank " + std::to_string(o_.rank) + ": "; }
+  std::string prefix() const { return rank_prefix(o_.rank); }  // error_text.hpp
 
   // Forms the job; `prebound_fd` >= 0 is rank 0's listening socket made by a group.
   void run(int prebound_fd) {
