@@ -46,7 +46,6 @@
 #include "../error.hpp"
 #include "../transport/tcp_options.hpp"
 #include "call_progress.hpp"
-#include "deadline.hpp"
 #include "error_text.hpp"
 #include "tcp_rendezvous.hpp"
 #include "tcp_wire.hpp"

@@ -44,7 +44,6 @@
 
 #include "../error.hpp"
 #include "../transport/tcp_options.hpp"
-#include "deadline.hpp"
 #include "error_text.hpp"
 #include "tcp_wire.hpp"
 

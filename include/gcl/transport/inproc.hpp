@@ -35,7 +35,6 @@
 
 #include "../call_info.hpp"
 #include "../detail/call_progress.hpp"
-#include "../detail/deadline.hpp"
 #include "../detail/error_text.hpp"
 #include "../error.hpp"
 #include "../transport_hints.hpp"
