@@ -22,7 +22,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <utility>
 #include <vector>
+
+#include "../common.hpp"  // bench::median: the one median of the benchmarks
 
 namespace {
 
@@ -41,8 +44,7 @@ double time_all_reduce(comm_t& comm, Alg const& alg, std::size_t n, int reps) {
     gcl::all_reduce(comm, mine, gcl::max{}, gcl::tree{});  // the slowest rank's time
     t.push_back(mine);
   }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
+  return bench::median(std::move(t));
 }
 
 // Point-to-point between ranks 0 and 1 (others idle): one-way time and bandwidth per size.
@@ -65,8 +67,7 @@ int pingpong(comm_t& comm) {
         t.push_back(
             std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / 2);
     }
-    std::sort(t.begin(), t.end());
-    double one_way = t[t.size() / 2];
+    double one_way = bench::median(std::move(t));
     if (comm.rank() == 0)
       std::printf("%12zu %10.1f %10.3f\n", bytes, one_way * 1e6,
                   static_cast<double>(bytes) / one_way / 1e9);
