@@ -126,8 +126,8 @@ int main(int argc, char** argv) {
       model_ratio.push_back(x[0][s] / x[best][s]);
       noise = std::max(noise, std::max(x[again][s], x[2][s]) / std::min(x[again][s], x[2][s]));
     }
-    double const tuned_r = model_check::median(tuned_ratio);
-    double const model_r = model_check::median(model_ratio);
+    double const tuned_r = bench::median(tuned_ratio);
+    double const model_r = bench::median(model_ratio);
     worst_tuned = std::max(worst_tuned, tuned_r);
     worst_pick = std::max(worst_pick, pick);
     worst_model = std::max(worst_model, model_r);

@@ -28,13 +28,9 @@
 #include <vector>
 
 #include "bind.hpp"
+#include "common.hpp"  // bench::median: the one median of the benchmarks
 
 namespace model_check {
-
-inline double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0.0 : v[v.size() / 2];
-}
 
 /// How to time: at least `repetitions` calls per algorithm and size, and at least enough to
 /// last `min_seconds` per size; `runs` independent runs; rank threads pinned per `bind` ("auto":
@@ -160,7 +156,7 @@ timings time_all_reduce_once(int p, std::vector<std::size_t> const& counts,
       for (auto const& r : per_rank)
         for (std::size_t i = 0; i < slowest.size(); ++i)
           slowest[i] = std::max(slowest[i], r.t[a][s][i]);
-      out.seconds[a][s] = median(slowest);
+      out.seconds[a][s] = bench::median(slowest);
       out.picks[a][s].push_back(per_rank[0].picks[a][s]);  // the same on every rank
     }
   return out;
@@ -181,7 +177,7 @@ timings time_all_reduce(int p, std::vector<std::size_t> const& counts,
     for (std::size_t s = 0; s < out.seconds[a].size(); ++s) {
       std::vector<double> v;
       for (auto const& run : all) v.push_back(run.seconds[a][s]);
-      out.seconds[a][s] = median(v);
+      out.seconds[a][s] = bench::median(v);
       for (std::size_t r = 1; r < all.size(); ++r) out.picks[a][s].push_back(all[r].picks[a][s][0]);
     }
   return out;
@@ -199,7 +195,8 @@ inline gcl::cost_model calibrate_threads(int p, int runs = 5, gcl::calibrate_opt
     la.push_back(m.latency);
     pa.push_back(m.parallelism);
   }
-  return {median(al), median(be), median(ga), median(la), median(pa)};
+  return {bench::median(al), bench::median(be), bench::median(ga), bench::median(la),
+          bench::median(pa)};
 }
 
 /// One-way time of a message of counts[s] floats between two threads: half the median round
@@ -223,7 +220,7 @@ inline std::vector<double> ping_pong(std::vector<std::size_t> const& counts, int
         if (rep >= 0)
           t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
       }
-      out.push_back(median(t) / 2);
+      out.push_back(bench::median(t) / 2);
     }
     return out;
   })[0];

@@ -78,7 +78,7 @@ int main(int argc, char** argv) {
         algs);
     std::printf("\n");
   }
-  // The homework's crossover (seed 004, Task 2, Step 3): tree = ring at
+  // The homework's crossover (doc/homework.md, Task 2, Step 3): tree = ring at
   // D* = t b (N - 1 - log2 N) / (log2 N - (N - 1) / N) with t = alpha, 1/b = beta (no gamma).
   double const lg = std::log2(static_cast<double>(p));
   if (p > 2)

@@ -1,7 +1,7 @@
 // message_counts: runs every all_reduce algorithm once under gcl::counting and prints what it
-// sent, beside the closed-form formula of doc/algorithms.md for each number. This is the seeds'
-// distributed-training table (all-to-all n(n-1) messages of p, parameter server 2n of p, ring
-// 2n(n-1) of p/n), measured.
+// sent, beside the closed-form formula of doc/algorithms.md for each number. This is the
+// distributed-training table of doc/homework.md (all-to-all n(n-1) messages of p, parameter
+// server 2n of p, ring 2n(n-1) of p/n), measured.
 //
 //     message_counts --world-size 4 --count 1000000
 //
@@ -120,7 +120,7 @@ int main(int argc, char** argv) {
       "parameter_server (rank 0)", n, measure(n, p, gcl::parameter_server{}),
       {"2(P-1)", 2 * (P - 1), "p", many ? p : 0, many ? p : 0, 2 * (P - 1) * p, "2", many ? 2 : 0},
       es);
-  // The seeds' parameter server: n workers plus a dedicated server rank, n + 1 ranks in all.
+  // The table's parameter server: n workers plus a dedicated server rank, n + 1 ranks in all.
   ok &= report("parameter_server (dedicated)", n + 1,
                measure(n + 1, p, gcl::parameter_server{.dedicated_server = true}, n),
                {"2n, n=P workers", 2 * P, "p", p, p, 2 * P * p, "2", 2}, es);

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The homework's speedup experiment (seed 004, Task 3, Step 2): distributed SGD (Algorithm 1)
-# on LeNet-5 / MNIST with world sizes 1, 2, 4, 8, each to 97% test accuracy, with the same
-# per-worker batch and step size. Prints N, k*(N), k*(1)/k*(N) and seconds, and plots test
+# The course homework's speedup experiment (doc/homework.md, Task 3, Step 2): distributed SGD
+# (Algorithm 1) on LeNet-5 / MNIST with world sizes 1, 2, 4, 8, each to 97% test accuracy, with
+# the same per-worker batch and step size. Prints N, k*(N), k*(1)/k*(N) and seconds, and plots test
 # accuracy against iterations, one curve per N (gnuplot).
 #
 #   scripts/speedup.sh                       # one seed

@@ -68,8 +68,8 @@ BOOST_AUTO_TEST_CASE(latency_per_round_and_brents_bound) {
 }
 
 BOOST_AUTO_TEST_CASE(homework_crossover_tree_vs_ring) {
-  // Seed 004, Step 3: tree 2 log2 N (t + D/b), ring 2 (N-1)(t + D/(N b)); without reduction
-  // cost, they are equal at D* = t b (N - 1 - log2 N) / (log2 N - (N - 1)/N).
+  // doc/homework.md, Task 2, Step 3: tree 2 log2 N (t + D/b), ring 2 (N-1)(t + D/(N b));
+  // without reduction cost, they are equal at D* = t b (N - 1 - log2 N) / (log2 N - (N - 1)/N).
   gcl::cost_model const m{.alpha = 2e-5, .beta = 1e-9, .gamma = 0};
   for (int n : {4, 8, 16}) {
     double const dstar = m.alpha / m.beta * (n - 1 - lg(n)) / (lg(n) - (n - 1.0) / n);

@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
 # Tree vs ring all_reduce over a shaped network, beside the cost model's prediction.
 #
-#   benchmark/tcp/shaped.sh path/to/tcp_worker [ranks=4] [rates="100mbit 1gbit"] [reps=10]
+#   benchmark/tcp/shaped.sh path/to/tcp_link_bench [ranks=4] [rates="100mbit 1gbit"] [reps=10]
 #
 # One rank per network namespace, veth pairs to a bridge in its own namespace, private
 # addresses 10.78.0.0/24 that exist only inside these namespaces. Every link is capped with the
 # tbf qdisc in both directions (on the rank's eth0 and on its bridge port), so each rank's
-# sends and receives each get `rate`. For every rate, the worker first calibrates the
-# alpha-beta-gamma model by ping-pong between ranks 0 and 1 on this very link (gcl::calibrate),
-# then times tree and ring all_reduce per size (median, slowest rank) and prints them beside
-# the model's predictions, with which one is faster measured and predicted.
+# sends and receives each get `rate`. For every rate, tcp_link_bench (benchmark/tcp/link_bench.cpp)
+# first calibrates the alpha-beta-gamma model by ping-pong between ranks 0 and 1 on this very
+# link (gcl::calibrate), then times tree and ring all_reduce per size (median, slowest rank) and
+# prints them beside the model's predictions, with which one is faster measured and predicted.
 #
 # Latency: this kernel has no netem, and tbf only limits rate (its `latency` bounds the queue,
 # it does not add delay). alpha here is the real cost of the network stack (tens of
@@ -20,7 +20,7 @@
 #
 # Root only (exit 77 otherwise). Needs iproute2 (ip, tc). Namespaces are removed on exit.
 set -u
-worker=${1:?usage: shaped.sh path/to/tcp_worker [ranks] [rates] [reps]}
+bench=${1:?usage: shaped.sh path/to/tcp_link_bench [ranks] [rates] [reps]}
 ranks=${2:-4}
 rates=${3:-100mbit 1gbit}
 reps=${4:-10}
@@ -72,7 +72,7 @@ for rate in $rates; do
   for ((i = 0; i < ranks; ++i)); do
     ip netns exec "$id-r$i" env GCL_RANK=$i GCL_WORLD_SIZE=$ranks GCL_MASTER_ADDR=10.78.0.1 \
       GCL_MASTER_PORT=29578 GCL_TOKEN="$id" GCL_TIMEOUT=120 \
-      "$worker" bench "$reps" "$max" >"$out/$i" 2>&1 &
+      "$bench" tree_vs_ring "$reps" "$max" >"$out/$i" 2>&1 &
     pids+=($!)
   done
   ok=1

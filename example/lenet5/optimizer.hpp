@@ -3,7 +3,7 @@
 /// Optimizers as policies: each is a small value type with `step(params, grads)` that updates
 /// the parameter arena in place from the gradient arena, and `begin_epoch()` (a no-op except for
 /// the simplified Adam, whose scaling is per epoch). They are the steepest descents of the
-/// optimizer homework (seed 000): minimise g.u + 1/(2 lr) ||u||^2 over the update u, for
+/// optimizer homework (doc/homework.md): minimise g.u + 1/(2 lr) ||u||^2 over the update u, for
 ///
 /// | optimizer      | norm            | update u                                    |
 /// |----------------|-----------------|---------------------------------------------|
@@ -15,7 +15,7 @@
 /// | momentum       | (heavy ball)    | v = mu v + g; u = -lr v                     |
 ///
 /// (The exact minimiser of g.u + 1/(2 lr) ||u||_inf^2 is u = -lr ||g||_1 sign(g); with the
-/// seed's 1/lr penalty it is half that. We keep the 1/(2 lr) form so that sgd reads -lr g.)
+/// homework's 1/lr penalty it is half that. We keep the 1/(2 lr) form so that sgd reads -lr g.)
 
 #include <algorithm>
 #include <cmath>

@@ -1,4 +1,4 @@
-// train_lenet5: distributed SGD for LeNet-5 on MNIST over gcl (the homework's Task 3).
+// train_lenet5: distributed SGD for LeNet-5 on MNIST over gcl (doc/homework.md, Task 3).
 //
 //   tools/fetch-mnist.sh
 //   train_lenet5 --world-size 4 --algorithm ring --sync params --target-accuracy 0.97
@@ -35,6 +35,17 @@ bool under_launcher() {
        {"GCL_WORLD_SIZE", "WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS"})
     if (std::getenv(v)) return true;
   return false;
+}
+
+// Ranks that ran in this process (threads) must end with the very same parameters: gcl's
+// all_reduce gives every rank the same bits. False, after naming the first rank that differs.
+bool same_final_parameters(std::vector<lenet5::train_result> const& results) {
+  for (std::size_t r = 1; r < results.size(); ++r)
+    if (results[r].parameters != results[0].parameters) {
+      std::fprintf(stderr, "train_lenet5: final parameters of rank %zu differ from rank 0\n", r);
+      return false;
+    }
+  return true;
 }
 
 void summary(lenet5::train_config const& cfg, int world, lenet5::train_result const& r) {
@@ -129,11 +140,7 @@ int main(int argc, char** argv) {
       auto results = gcl::spawn<gcl::inproc_transport>(
           world, [&](auto& comm) { return lenet5::train(comm, data, cfg); },
           {.timeout = std::chrono::seconds{timeout_s}});
-      for (int r = 1; r < world; ++r)
-        if (results[r].parameters != results[0].parameters) {
-          std::fprintf(stderr, "train_lenet5: final parameters of rank %d differ from rank 0\n", r);
-          return 2;
-        }
+      if (!same_final_parameters(results)) return 2;
       std::printf("final parameters bit-identical on all %d rank(s) (hash %016llx)\n", world,
                   static_cast<unsigned long long>(lenet5::parameter_hash(results[0].parameters)));
       summary(cfg, world, results[0]);
@@ -148,11 +155,7 @@ int main(int argc, char** argv) {
       topts.timeout = std::chrono::seconds{timeout_s};
       auto results = gcl::spawn<gcl::tcp_transport>(
           world, [&](auto& comm) { return lenet5::train(comm, data, cfg); }, topts);
-      for (int r = 1; r < world; ++r)
-        if (results[r].parameters != results[0].parameters) {
-          std::fprintf(stderr, "train_lenet5: final parameters of rank %d differ from rank 0\n", r);
-          return 2;
-        }
+      if (!same_final_parameters(results)) return 2;
       summary(cfg, world, results[0]);
       return results[0].k_star >= 0 || cfg.target_accuracy == 0 ? 0 : 1;
     }

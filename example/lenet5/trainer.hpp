@@ -4,7 +4,7 @@
 /// the training set (rank-strided: images rank, rank + N, rank + 2N, ...) with its own batch,
 /// and after each local step the ranks synchronise with one `gcl::all_reduce` of a whole arena:
 ///
-/// - `sync = params`: the homework's Algorithm 1: x_n = x - lr G_n locally, then
+/// - `sync = params`: Algorithm 1 of doc/homework.md: x_n = x - lr G_n locally, then
 ///   x = (1/N) sum_n x_n (all_reduce of the parameter arena, then divide by N);
 /// - `sync = grads`: as DDP: G = (1/N) sum_n G_n (all_reduce of the gradient arena), then step.
 ///

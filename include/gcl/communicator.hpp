@@ -17,6 +17,7 @@
 
 #include "call_info.hpp"
 #include "concepts.hpp"
+#include "detail/error_text.hpp"
 #include "error.hpp"
 
 namespace gcl {
@@ -243,13 +244,13 @@ class communicator {
   }
   void check_peer(int peer, std::string_view what) const {
     if (peer < 0 || peer >= size())
-      throw usage_error("gcl: rank " + std::to_string(rank()) + ": " + std::string(what) +
-                        " rank " + std::to_string(peer) + ", but the world size is " +
-                        std::to_string(size()) + " (ranks 0.." + std::to_string(size() - 1) + ")");
+      throw usage_error(detail::rank_prefix(rank()) + std::string(what) + " rank " +
+                        std::to_string(peer) + ", but the world size is " + std::to_string(size()) +
+                        " (ranks 0.." + std::to_string(size() - 1) + ")");
   }
   void check_tag(tag tg) const {
     if (static_cast<std::uint32_t>(tg) >= tag_user_limit && !in_collective_)
-      throw usage_error("gcl: rank " + std::to_string(rank()) + ": tag " +
+      throw usage_error(detail::rank_prefix(rank()) + "tag " +
                         std::to_string(static_cast<std::uint32_t>(tg)) +
                         " is reserved for collectives; user tags must be below " +
                         std::to_string(tag_user_limit));

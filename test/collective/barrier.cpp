@@ -18,6 +18,10 @@ BOOST_AUTO_TEST_CASE(nobody_leaves_before_everybody_arrived) {
       std::atomic<int> arrived{0};
       run(p, "P=" + std::to_string(p) + " late=" + std::to_string(late), [&](auto& comm) {
         std::string err;
+        // run() calls this once per transport: count this run's arrivals from 0. (A broken
+        // barrier here could only make the count lower, so it cannot hide a failure below.)
+        if (comm.rank() == 0) arrived.store(0);
+        gcl::barrier(comm);
         for (int round = 1; round <= 3; ++round) {
           // One rank arrives late; nobody may pass the barrier before it has arrived.
           if (comm.rank() == late) std::this_thread::sleep_for(std::chrono::milliseconds(5));

@@ -1,7 +1,8 @@
 #pragma once
 // Shared by the collective and algorithm tests: the world sizes and lengths every collective is
 // swept over, integer-valued data with exact oracles, and helpers that run a world and report
-// per-rank failures on the main thread (Boost.Test assertions are not thread-safe).
+// per-rank failures on the main thread (Boost.Test assertions are not thread-safe). `run` runs
+// every check twice: over inproc_transport and over the send/recv-only archetype.
 
 #include <boost/test/unit_test.hpp>
 
@@ -14,6 +15,8 @@
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include "../support/archetype_transport.hpp"
 
 namespace gcl_test {
 
@@ -49,13 +52,19 @@ std::string diff(std::vector<T> const& got, std::vector<T> const& want) {
   return "";
 }
 
-/// Runs f(comm) -> std::string on p ranks and checks every rank returned "".
+/// Runs f(comm) -> std::string on p ranks and checks every rank returned "": once over
+/// inproc_transport, once over archetype_transport (rank, size, send and recv, nothing optional:
+/// every fallback of the communicator). `f` runs twice, so state it captures and changes must be
+/// reset by `f` itself.
 template <class F>
 void run(int p, std::string const& context, F f) {
-  auto errors = gcl::spawn<gcl::inproc_transport>(p, f);
-  for (int r = 0; r < p; ++r)
-    BOOST_TEST(errors[static_cast<std::size_t>(r)].empty(),
-               context << " rank " << r << ": " << errors[static_cast<std::size_t>(r)]);
+  auto check = [&](std::vector<std::string> const& errors, char const* over) {
+    for (int r = 0; r < p; ++r)
+      BOOST_TEST(errors[static_cast<std::size_t>(r)].empty(),
+                 context << over << " rank " << r << ": " << errors[static_cast<std::size_t>(r)]);
+  };
+  check(gcl::spawn<gcl::inproc_transport>(p, f), "");
+  check(spawn_archetype(p, f), " (archetype transport)");
 }
 
 /// Runs f on p ranks, expecting spawn to rethrow a mismatch (transport_error errc::mismatch)

@@ -1,14 +1,13 @@
-// Tests of example/lenet5/optimizer.hpp and implicit_bias.hpp: exact single steps, convergence
-// on a small quadratic, and the implicit-bias limits of the optimizer homework to 1e-6.
+// Tests of example/lenet5/optimizer.hpp: exact single steps, momentum and the simplified Adam's
+// per-epoch mean square, convergence on a small quadratic. (The implicit-bias limits of these
+// optimizers are test/implicit_bias/'s.)
 #define BOOST_TEST_MODULE lenet5_optimizer
 #include <boost/test/unit_test.hpp>
 
-#include <array>
 #include <cmath>
 #include <span>
 #include <vector>
 
-#include "implicit_bias.hpp"
 #include "optimizer.hpp"
 
 namespace tt = boost::test_tools;
@@ -87,19 +86,4 @@ BOOST_AUTO_TEST_CASE(converge_on_a_quadratic) {
   near(minimise(lenet5::adam<double>{.lr = 0.01}, 5000), 1e-2);
   // A fixed sign step oscillates within lr of the minimum.
   near(minimise(lenet5::sign_descent<double>{.lr = 1e-3}, 5000), 2e-3);
-}
-
-BOOST_AUTO_TEST_CASE(implicit_bias_limits) {
-  namespace ib = lenet5::implicit_bias;
-  auto expect = [](ib::vec const& got, ib::vec const& want) {
-    for (int i = 0; i < 3; ++i) BOOST_TEST(std::abs(got[i] - want[i]) < 1e-6);
-    BOOST_TEST(std::abs(ib::residual(ib::a, got)) < 1e-9);  // a solution of a . theta = 1
-  };
-  // SGD: a / |a|^2 with |a|^2 = 1.0101.
-  expect(ib::sgd_limit(), {1 / 1.0101, 0.1 / 1.0101, 0.01 / 1.0101});
-  // Simplified Adam and L-inf steepest descent: [1, 1, 1] / (1 + 0.1 + 0.01).
-  expect(ib::adam_simplified_limit(), {1 / 1.11, 1 / 1.11, 1 / 1.11});
-  expect(ib::sign_l1_limit(), {1 / 1.11, 1 / 1.11, 1 / 1.11});
-  // Unit-second-moment features, SGD, back in original units: theta_i = 1 / (3 a_i).
-  expect(ib::rescaled_sgd_limit(), {1.0 / 3, 10.0 / 3, 100.0 / 3});
 }

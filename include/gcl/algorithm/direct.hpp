@@ -1,8 +1,8 @@
 #pragma once
 /// \file
 /// `gcl::direct`: every rank talks to every other rank directly. all_to_all (pairwise
-/// exchange) and all_reduce (the seeds' "all-to-all" paradigm: every rank sends its whole
-/// vector to every other rank and reduces locally, in rank order).
+/// exchange) and all_reduce (all-to-all data parallelism: every rank sends its whole vector to
+/// every other rank and reduces locally, in rank order).
 
 #include <algorithm>
 #include <cstddef>

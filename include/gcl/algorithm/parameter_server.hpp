@@ -2,7 +2,7 @@
 /// \file
 /// `gcl::parameter_server`: workers push their vectors to one server rank, which reduces them
 /// in rank order and sends the result back to every worker: 2 rounds, and the server handles
-/// all traffic, so its link is the bottleneck (the seeds' parameter-server paradigm).
+/// all traffic, so its link is the bottleneck.
 ///
 /// Two layouts:
 ///  - `parameter_server{}`: rank 0 serves and is also a worker (its own data is the first
@@ -10,9 +10,9 @@
 ///  - `parameter_server{.dedicated_server = true}`: the highest rank, P - 1, is a server that
 ///    holds no data: its input is ignored, and it ends with the result like everyone else (it
 ///    computed it; no message is needed). The P - 1 other ranks are the workers, so with n
-///    workers the group has n + 1 ranks and `2 n` messages are sent: the seeds' 2n. The last
-///    rank is chosen so that the workers keep ranks 0..n-1 (rank 0 stays the usual "main"
-///    worker that logs). With one rank there is no worker: nothing is sent, data is unchanged.
+///    workers the group has n + 1 ranks and `2 n` messages are sent. The last rank is chosen
+///    so that the workers keep ranks 0..n-1 (rank 0 stays the usual "main" worker that logs).
+///    With one rank there is no worker: nothing is sent, data is unchanged.
 
 #include <algorithm>
 #include <cstddef>

@@ -1,10 +1,10 @@
 #pragma once
 /// \file
-/// `gcl::ring`: ring algorithms. all_reduce is the homework's scatter-reduce then all-gather
-/// (seed 004, Task 2, Step 2) with the homework's chunk schedule: at step i (from 1) worker n
-/// sends chunk `(n + i - 2) mod P` to its left neighbour `n - 1` and receives from its right
-/// neighbour `n + 1`. `2 (P - 1)` steps, each moving about `count / P` elements per rank: the
-/// right choice for large messages (bandwidth bound).
+/// `gcl::ring`: ring algorithms. all_reduce is a scatter-reduce then an all-gather: at step i
+/// (from 1) worker n sends chunk `(n + i - 2) mod P` to its left neighbour `n - 1` and receives
+/// from its right neighbour `n + 1` (doc/algorithms.md works the schedule through). `2 (P - 1)`
+/// steps, each moving about `count / P` elements per rank: the right choice for large messages
+/// (bandwidth bound).
 
 #include <algorithm>
 #include <array>
@@ -21,8 +21,8 @@ namespace gcl {
 namespace detail {
 
 /// The chunk worker `n` of `p` sends at step `i` (1-based) of a ring that sends chunk
-/// `(n + first) mod p` at step 1 and then forwards what it last received. The homework's
-/// all_reduce is `first = -1` (chunk `(n - 1) mod p` at step 1), for all `2 (p - 1)` steps.
+/// `(n + first) mod p` at step 1 and then forwards what it last received. all_reduce uses
+/// `first = -1` (chunk `(n - 1) mod p` at step 1), for all `2 (p - 1)` steps.
 constexpr int ring_send_chunk(int n, int i, int p, int first) noexcept {
   return mod(n + first + i - 1, p);
 }
@@ -54,7 +54,7 @@ struct ring {
   /// messages are exactly those of the unsegmented ring.
   std::size_t segment_bytes = 0;
 
-  /// The homework's ring all-reduce, in place. Empty chunks are still sent (as empty
+  /// Scatter-reduce then all-gather, in place. Empty chunks are still sent (as empty
   /// messages), so every rank sends exactly `2 (P - 1)` messages whatever the count.
   template <class Comm, class T, class Op>
   void all_reduce(Comm& comm, std::span<T> data, Op const& op) const {
@@ -66,7 +66,7 @@ struct ring {
     int const left = detail::mod(n - 1, p), right = detail::mod(n + 1, p);
     auto tmp = comm.template scratch<T>(chunks.max_size(), 0);
     auto chunk = [&](int c) { return data.subspan(chunks.offset(c), chunks.size(c)); };
-    constexpr int first = -1;           // step 1 sends chunk (n - 1) mod p, as in the homework
+    constexpr int first = -1;           // step 1 sends chunk (n - 1) mod p (doc/algorithms.md)
     for (int i = 1; i <= p - 1; ++i) {  // phase I: scatter-reduce
       auto in = chunk(detail::ring_recv_chunk(n, i, p, first));
       auto got = tmp.first(in.size());

@@ -1,8 +1,8 @@
 #pragma once
 /// \file
-/// `gcl::tree`: binomial tree algorithms. all_reduce is the homework's two phases (seed 004,
-/// Task 2, Step 1): reduce-to-root, then broadcast-from-root, each `ceil(log2 P)` steps. The
-/// tree combines in rank order, so it accepts non-commutative (associative) operators.
+/// `gcl::tree`: binomial tree algorithms. all_reduce runs two phases, reduce-to-root then
+/// broadcast-from-root, each `ceil(log2 P)` steps. The tree combines in rank order, so it
+/// accepts non-commutative (associative) operators.
 
 #include <algorithm>
 #include <cstddef>

@@ -1,7 +1,7 @@
 #pragma once
 /// \file
 /// Binomial tree arithmetic on ranks relative to the root (`rel = (rank - root) mod P`, so the
-/// root is 0). Steps are numbered from 1 as in the homework (seed 004, Task 2, Step 1).
+/// root is 0). Steps are numbered from 1, as in doc/algorithms.md.
 ///
 /// Reduce phase, step i: the ranks with `rel mod 2^i == 2^(i-1)` send to `rel - 2^(i-1)`; the
 /// ranks with `rel mod 2^i == 0` receive from `rel + 2^(i-1)` if that is `< P`. So a rank sends
@@ -36,8 +36,8 @@ constexpr int binomial_send_step(int rel) noexcept {
   return rel == 0 ? 0 : std::countr_zero(static_cast<unsigned>(rel)) + 1;
 }
 
-/// The homework's n': the rank `rel` sends to at step `i` of the reduce phase, `rel - 2^(i-1)`,
-/// or -1 if `rel` does not send at step `i` (that is, unless `rel mod 2^i == 2^(i-1)`).
+/// The partner n' of `rel` at step `i` of the reduce phase: the rank it sends to,
+/// `rel - 2^(i-1)`, or -1 if `rel` does not send at step `i` (unless `rel mod 2^i == 2^(i-1)`).
 constexpr int binomial_partner(int rel, int i) noexcept {
   int half = 1 << (i - 1);
   return rel % (2 * half) == half ? rel - half : -1;

@@ -10,6 +10,7 @@
 
 #include "../concepts.hpp"
 #include "../error.hpp"
+#include "error_text.hpp"
 
 namespace gcl::detail {
 
@@ -26,8 +27,9 @@ consteval bool check_op() {
   return true;
 }
 
+/// "gcl: rank 3: all_reduce: ", the start of a collective's usage errors.
 inline std::string rank_prefix(int rank, std::string_view collective) {
-  return "gcl: rank " + std::to_string(rank) + ": " + std::string(collective) + ": ";
+  return rank_prefix(rank) + std::string(collective) + ": ";
 }
 
 /// `root` must be a rank of the group.

@@ -35,7 +35,7 @@
 
 #include "../call_info.hpp"
 #include "../detail/call_progress.hpp"
-#include "../detail/deadline.hpp"
+#include "../detail/error_text.hpp"
 #include "../error.hpp"
 #include "../transport_hints.hpp"
 #include "inproc/channel.hpp"
@@ -69,11 +69,6 @@ inline void cpu_relax() noexcept {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_ia32_pause();
 #endif
-}
-
-inline std::string tag_text(tag tg) {
-  auto v = static_cast<std::uint32_t>(tg);
-  return v >= tag_user_limit ? "library tag " + std::to_string(v) : "tag " + std::to_string(v);
 }
 
 // What other threads may need of a rank: a way to wake it, and where it is.
@@ -663,15 +658,13 @@ class inproc_transport {
     if (world_->aborted()) throw aborted_error(what, peer);
   }
 
-  std::string prefix() const { return "gcl: rank " + std::to_string(rank_) + ": "; }
-
   transport_error mismatch_error(int peer, tag tg, std::size_t expected, call_info const& mine,
                                  std::size_t sent, call_info const& theirs) const {
-    return transport_error(errc::mismatch,
-                           prefix() + "expected " + std::to_string(expected) + " bytes for " +
-                               describe(mine) + " from rank " + std::to_string(peer) + " (" +
-                               detail::tag_text(tg) + "), but rank " + std::to_string(peer) +
-                               " sent " + std::to_string(sent) + " bytes for " + describe(theirs));
+    return transport_error(
+        errc::mismatch, detail::rank_prefix(rank_) + "expected " + std::to_string(expected) +
+                            " bytes for " + describe(mine) + " from rank " + std::to_string(peer) +
+                            " (" + detail::tag_text(tg) + "), but rank " + std::to_string(peer) +
+                            " sent " + std::to_string(sent) + " bytes for " + describe(theirs));
   }
   // Who holds the call up, and what this rank has received but not read.
   transport_error timeout_error(char const* what, int peer, tag tg, std::size_t bytes) const {
@@ -701,7 +694,7 @@ class inproc_transport {
       unread = ". Received here but not read: " + unread + (unread_count > 4 ? ", ..." : "");
     return transport_error(
         errc::timeout,
-        detail::timeout_text(prefix(), call_,
+        detail::timeout_text(detail::rank_prefix(rank_), call_,
                              std::string(what) + " rank " + std::to_string(peer) + " (" +
                                  std::to_string(bytes) + " bytes, " + detail::tag_text(tg) + ")",
                              detail::format_duration(world_->options().timeout),
@@ -710,14 +703,15 @@ class inproc_transport {
   transport_error aborted_error(char const* what, int peer) const {
     auto code = world_->abort_code();
     if (code == errc::mismatch)  // the disagreement concerns every rank: say it as it is
-      return transport_error(code, prefix() + world_->abort_reason());
-    return transport_error(code, prefix() + what + " rank " + std::to_string(peer) + " in " +
-                                     describe(call_) + " aborted: " + world_->abort_reason());
+      return transport_error(code, detail::rank_prefix(rank_) + world_->abort_reason());
+    return transport_error(code, detail::rank_prefix(rank_) + what + " rank " +
+                                     std::to_string(peer) + " in " + describe(call_) +
+                                     " aborted: " + world_->abort_reason());
   }
   // Ranks disagree about a call: every rank of the group learns it, with this text.
   [[noreturn]] void fail_mismatch(std::string const& what) const {
     world_->abort(what, errc::mismatch);
-    throw transport_error(errc::mismatch, prefix() + what);
+    throw transport_error(errc::mismatch, detail::rank_prefix(rank_) + what);
   }
 
   std::shared_ptr<detail::inproc_world> world_;

@@ -36,7 +36,7 @@
 
 #include "../../call_info.hpp"
 #include "../../detail/call_progress.hpp"
-#include "../../detail/deadline.hpp"
+#include "../../detail/error_text.hpp"
 #include "../../error.hpp"
 #include "abort_state.hpp"
 #include "options.hpp"
@@ -442,11 +442,8 @@ class tcp_impl {
     return (static_cast<std::uint64_t>(static_cast<std::uint32_t>(peer)) << 32) |
            static_cast<std::uint32_t>(tg);
   }
-  static std::string tag_text(tag tg) {
-    auto v = static_cast<std::uint32_t>(tg);
-    return v >= tag_user_limit ? "library tag " + std::to_string(v) : "tag " + std::to_string(v);
-  }
-  std::string prefix() const { return "gcl: rank " + std::to_string(o_.rank) + ": "; }
+  static std::string tag_text(tag tg) { return detail::tag_text(tg); }  // error_text.hpp
+  std::string prefix() const { return rank_prefix(o_.rank); }
 
   void check_peer(int peer, char const* what) const {
     if (peer < 0 || peer >= o_.size)

@@ -29,7 +29,7 @@
 #include <string>
 #include <vector>
 
-#include "../../detail/deadline.hpp"
+#include "../../detail/error_text.hpp"
 #include "../../error.hpp"
 #include "abort_state.hpp"
 #include "interfaces.hpp"
@@ -63,7 +63,7 @@ class tcp_rendezvous : public std::enable_shared_from_this<tcp_rendezvous> {
 
   std::vector<std::optional<tcp::socket>>& peers() { return peers_; }
   std::vector<std::string>& where() { return where_; }
-  std::string prefix() const { return "gcl: rank " + std::to_string(o_.rank) + ": "; }
+  std::string prefix() const { return rank_prefix(o_.rank); }  // error_text.hpp
 
   // Forms the job; `prebound_fd` >= 0 is rank 0's listening socket made by a group.
   void run(int prebound_fd) {

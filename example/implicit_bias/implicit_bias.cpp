@@ -2,14 +2,14 @@
 // theta = 0 (squared loss). See implicit_bias.hpp for the derivations.
 //
 //   $ implicit_bias
-//   SGD                         [0.990000990, 0.099000099, 0.009900990]   a/|a|^2 = ...
+//   SGD                            [0.990000990, 0.099000099, 0.009900010]  expected a/|a|^2 = ...
 
 #include <cstdio>
 
 #include "implicit_bias.hpp"
 
 int main() {
-  namespace ib = lenet5::implicit_bias;
+  namespace ib = implicit_bias;
   auto show = [](char const* name, ib::vec const& t, ib::vec const& expected, char const* what) {
     std::printf("%-30s [%.9f, %.9f, %.9f]  expected %s = [%.9f, %.9f, %.9f]\n", name, t[0], t[1],
                 t[2], what, expected[0], expected[1], expected[2]);

@@ -1,9 +1,9 @@
 #pragma once
 /// \file
-/// The implicit bias of optimizers on one under-determined equation (optimizer homework,
-/// seed 000): a . theta = 1 with a = [1, 0.1, 0.01], squared loss f = (1 - a . theta)^2, from
-/// theta = 0. Every solution of a . theta = 1 is a minimum; which one an optimizer reaches is
-/// decided by the directions it can move in:
+/// The implicit bias of optimizers on one under-determined equation: a . theta = 1 with
+/// a = [1, 0.1, 0.01], squared loss f = (1 - a . theta)^2, from theta = 0. Every solution of
+/// a . theta = 1 is a minimum; which one an optimizer reaches is decided by the directions it
+/// can move in:
 ///
 /// - SGD moves along grad f = -2 r a, so theta stays in span(a): theta -> a / |a|^2.
 /// - The simplified Adam (one data point, so one step per epoch) scales coordinate i by
@@ -16,11 +16,11 @@
 #include <cmath>
 #include <span>
 
-#include "optimizer.hpp"
+#include "../lenet5/optimizer.hpp"  // the optimizers the LeNet-5 trainer uses
 
-namespace lenet5::implicit_bias {
+namespace implicit_bias {
 
-/// A point of the 3-parameter problem: `lenet5::implicit_bias::vec theta{0, 0, 0};`
+/// A point of the 3-parameter problem: `implicit_bias::vec theta{0, 0, 0};`
 using vec = std::array<double, 3>;
 /// The equation's coefficients: a . theta = 1.
 inline constexpr vec a{1.0, 0.1, 0.01};
@@ -77,4 +77,4 @@ inline vec rescaled_sgd_limit() {
   return {s[0] * t[0], s[1] * t[1], s[2] * t[2]};
 }
 
-}  // namespace lenet5::implicit_bias
+}  // namespace implicit_bias
