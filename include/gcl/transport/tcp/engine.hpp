@@ -442,7 +442,6 @@ class tcp_impl {
     return (static_cast<std::uint64_t>(static_cast<std::uint32_t>(peer)) << 32) |
            static_cast<std::uint32_t>(tg);
   }
-  static std::string tag_text(tag tg) { return detail::tag_text(tg); }  // error_text.hpp
   std::string prefix() const { return rank_prefix(o_.rank); }
 
   void check_peer(int peer, char const* what) const {
