@@ -131,7 +131,8 @@ struct tcp_peer {
     header,   // rx_header_got bytes of the next frame's header are in rx_header
     placing,  // rx holds a data frame's header whose payload must go somewhere now (no parking)
     payload,  // rx_received of rx.length payload bytes are in (rx_direct: in the posted receive)
-    parked,   // parked (below): nothing reads this socket until it is unparked
+    parked,   // rx is a data frame's header whose payload stays in the socket: nothing
+              // reads it until the frame's receive is posted or it is drained (park_threshold)
     stopped,  // ended, failed or refused: nothing more is read
   };
   rx_stage stage = rx_stage::header;
@@ -150,11 +151,7 @@ struct tcp_peer {
   call_info last_call;     // its last collective, as its bye says (sequence 0: none)
   bool ended = false;      // its connection is closed or failed: nothing more will come
   bool rx_direct = false;  // the payload being read goes straight into the posted receive
-  // Under mutex_: rx is the header of a data frame whose payload is still in the socket, and
-  // nothing reads this connection until the frame's receive is posted or it is drained into a
-  // pooled buffer (park_threshold).
-  bool parked = false;
-  rank_status status;  // its answer to the last status query
+  rank_status status;      // its answer to the last status query
 };
 
 class tcp_impl {
@@ -232,7 +229,7 @@ class tcp_impl {
     for (auto const& [k, queue] : inbox_)
       for (auto const& m : queue) check_arrived(static_cast<int>(k >> 32), m.call);
     for (int r = 0; r < o_.size; ++r)
-      if (peers_[r].parked) check_arrived(r, peers_[r].rx.call);
+      if (peers_[r].stage == tcp_peer::rx_stage::parked) check_arrived(r, peers_[r].rx.call);
   }
 
   // Under mutex_, for set_call: a frame from rank r that arrived ahead of this rank's collective.
@@ -387,9 +384,8 @@ class tcp_impl {
           pr.st = tcp_posted_recv::posted;
           posted_ = &pr;
           auto& from = peers_[peer];
-          if (from.parked && from.rx.tag == pr.tg) {
+          if (from.stage == tcp_peer::rx_stage::parked && from.rx.tag == pr.tg) {
             // Its frame waits in the socket: read it now, into `in` (or find it wrong).
-            from.parked = false;
             --parked_count_;
             from.stage = tcp_peer::rx_stage::placing;
             if (from.reading) from.recheck = true;
@@ -600,7 +596,7 @@ class tcp_impl {
                  std::to_string(m.size) + " bytes from rank " + std::to_string(k >> 32) + " (" +
                  tag_text(tag{static_cast<std::uint32_t>(k)}) + ", " + describe(m.call) + ")";
     for (int r = 0; r < o_.size; ++r)
-      if (peers_[r].parked && unread++ < 4)
+      if (peers_[r].stage == tcp_peer::rx_stage::parked && unread++ < 4)
         out += std::string(unread == 1 ? ". Received here but not read: " : ", ") +
                std::to_string(peers_[r].rx.length) + " bytes from rank " + std::to_string(r) +
                " (" + tag_text(tag{peers_[r].rx.tag}) + ", " + describe(peers_[r].rx.call) +
@@ -1108,7 +1104,6 @@ class tcp_impl {
         pr->st = tcp_posted_recv::claimed;
         p.rx_into = pr->in.data();
       } else if (may_park && may_park_now(p.rx)) {
-        p.parked = true;
         p.stage = tcp_peer::rx_stage::parked;
         ++parked_count_;
         if (!progress_.in_call()) asio::post(io_, [this] { arm_drain_timer(); });
@@ -1143,8 +1138,7 @@ class tcp_impl {
       auto& p = peers_[r];
       {
         std::lock_guard lock(mutex_);
-        if (!p.parked) continue;
-        p.parked = false;
+        if (p.stage != tcp_peer::rx_stage::parked) continue;
         --parked_count_;
         p.stage = tcp_peer::rx_stage::placing;
         if (p.reading) {  // it is being unparked by its reader: read on there
