@@ -12,6 +12,7 @@
 
 #include "../communicator.hpp"
 #include "../detail/binomial.hpp"
+#include "../detail/binomial_barrier.hpp"
 #include "../detail/reduce_kernel.hpp"
 
 namespace gcl {
@@ -130,10 +131,7 @@ struct tree {
   /// broadcast. `2 (P - 1)` messages of 0 bytes.
   template <class Comm>
   void barrier(Comm& comm) const {
-    std::span<std::byte> none;
-    auto tmp = comm.template scratch<std::byte>(0, 0);
-    reduce_phase(comm, none, none, tmp, 0, [](std::byte a, std::byte) { return a; });
-    broadcast_phase(comm, none, 0);
+    detail::binomial_barrier(comm);  // the same edges as reduce_phase and broadcast_phase
   }
 
  private:
