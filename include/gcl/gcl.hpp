@@ -17,6 +17,7 @@
 #include "algorithm/recursive_doubling.hpp"
 #include "algorithm/ring.hpp"
 #include "algorithm/tree.hpp"
+#include "calibrate.hpp"
 #include "call_info.hpp"
 #include "collective/all_gather.hpp"
 #include "collective/all_reduce.hpp"
