@@ -7,18 +7,15 @@
 /// `messages (alpha + bytes beta) + reduced gamma` over the rounds. The closed forms of
 /// doc/algorithms.md follow from the schedules; they are not a second copy of them.
 ///
+/// Each algorithm's header includes this one and defines its `schedule` next to its all_reduce;
+/// this header includes no algorithm (so an algorithm written outside gcl is priced the same way
+/// as gcl's own).
+///
 ///     gcl::cost_model m{.alpha = 5e-6, .beta = 1e-10, .gamma = 2e-10};
-///     double t = m.predict(gcl::ring{}, 8, 4 << 20);      // 8 ranks, 4 MiB
+///     double t = m.predict(gcl::ring{}, 8, 4 << 20);      // 8 ranks, 4 MiB (with ring.hpp)
 ///     auto live = gcl::calibrate(comm);                   // measured: calibrate.hpp
 
-#include <algorithm>
-#include <concepts>
 #include <cstddef>
-
-#include "algorithm/ring.hpp"
-#include "algorithm/tree.hpp"
-#include "detail/binomial.hpp"
-#include "detail/chunk.hpp"
 
 namespace gcl {
 
@@ -36,50 +33,13 @@ struct cost_step {
 };
 
 /// An algorithm that describes its all_reduce critical path: `alg.schedule(P, count,
-/// element_size, f)` calls `f(cost_step)` once per round.
+/// element_size, f)` calls `f(cost_step)` once per round. Every algorithm keeps its schedule
+/// beside its all_reduce, in its own header (which includes this one), so that the two are read
+/// and changed together, and this header knows no algorithm.
 template <class Alg>
 concept scheduled_algorithm = requires(Alg const& a, int p, std::size_t n, void (*f)(cost_step)) {
   a.schedule(p, n, n, f);
 };
-
-namespace detail {
-
-// The schedules of the core algorithms (tree.hpp and ring.hpp), kept here so that those headers
-// need not know about costs. Binomial tree: ceil(log2 P) rounds of one full message up (with a
-// reduction), the same down (the root handles one message per level, one after the other).
-// Ring: P - 1 rounds of the largest chunk with a reduction, P - 1 without.
-template <class F>
-void tree_schedule(int p, std::size_t count, std::size_t element_size, F&& step) {
-  std::size_t const bytes = count * element_size;
-  int const levels = binomial_steps(p);
-  // Level i moves one message from every rel whose lowest set bit is 2^i.
-  auto senders = [p](int i) {
-    std::size_t n = 0;
-    for (int rel = 1; rel < p; ++rel) n += binomial_send_step(rel) == i + 1;
-    return n;
-  };
-  for (int i = 0; i < levels; ++i) step(cost_step{1, bytes, bytes, senders(i)});
-  for (int i = levels - 1; i >= 0; --i) step(cost_step{1, bytes, 0, senders(i)});
-}
-template <class F>
-void ring_schedule(ring const& alg, int p, std::size_t count, std::size_t element_size, F&& step) {
-  if (p <= 1) return;
-  std::size_t const chunk_elements = chunk_layout{count, p}.max_size();
-  std::size_t const chunk = chunk_elements * element_size, all = static_cast<std::size_t>(p);
-  std::size_t const s = std::max<std::size_t>(alg.segment_bytes / element_size, 1);
-  if (alg.segment_bytes == 0 || s >= chunk_elements) {
-    for (int i = 0; i < p - 1; ++i) step(cost_step{1, chunk, chunk, all});
-    for (int i = 0; i < p - 1; ++i) step(cost_step{1, chunk, 0, all});
-    return;
-  }
-  // Segmented: a step is ceil(chunk / s) messages of s elements back to back, and only the
-  // last segment's reduction is not hidden behind the transfer of the next.
-  std::size_t const segments = (chunk_elements + s - 1) / s, seg = s * element_size;
-  for (int i = 0; i < p - 1; ++i) step(cost_step{segments, seg, seg, all});
-  for (int i = 0; i < p - 1; ++i) step(cost_step{segments, seg, 0, all});
-}
-
-}  // namespace detail
 
 /// Calls `f(cost_step)` for each round of `alg`'s all_reduce of `count` elements of
 /// `element_size` bytes on `p` ranks.
@@ -87,16 +47,11 @@ void ring_schedule(ring const& alg, int p, std::size_t count, std::size_t elemen
 ///     gcl::for_each_step(gcl::ring{}, 4, 1000, 4, [](gcl::cost_step s) { ... });
 template <class Alg, class F>
 void for_each_step(Alg const& alg, int p, std::size_t count, std::size_t element_size, F&& f) {
-  if constexpr (std::same_as<Alg, tree>)
-    detail::tree_schedule(p, count, element_size, f);
-  else if constexpr (std::same_as<Alg, ring>)
-    detail::ring_schedule(alg, p, count, element_size, f);
-  else {
-    static_assert(scheduled_algorithm<Alg>,
-                  "gcl::cost_model: this algorithm has no member schedule(P, count, element_size, "
-                  "f) describing its rounds, so its cost cannot be predicted");
+  static_assert(scheduled_algorithm<Alg>,
+                "gcl::cost_model: this algorithm has no member schedule(P, count, element_size, "
+                "f) describing its rounds, so its cost cannot be predicted");
+  if constexpr (scheduled_algorithm<Alg>)  // no second error after the static_assert
     alg.schedule(p, count, element_size, f);
-  }
 }
 
 /// Latency `alpha` (seconds per message), inverse bandwidth `beta` (seconds per byte) and
