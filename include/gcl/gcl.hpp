@@ -32,6 +32,7 @@
 #include "concepts.hpp"
 #include "cost_model.hpp"
 #include "error.hpp"
+#include "log.hpp"
 #include "op.hpp"
 #include "spawn.hpp"
 #include "stats.hpp"
