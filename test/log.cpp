@@ -4,12 +4,18 @@
 // gcl::set_log_handler: every message gcl writes reaches the handler that is set, with its
 // level, and the default handler writes it to stderr as a line.
 
+#include <gcl/algorithm/automatic.hpp>
+#include <gcl/collective/all_reduce.hpp>
 #include <gcl/log.hpp>
+#include <gcl/spawn.hpp>
+#include <gcl/transport/inproc.hpp>
 
 #include <unistd.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <mutex>
 #include <sstream>
@@ -98,4 +104,33 @@ BOOST_AUTO_TEST_CASE(a_throwing_handler_loses_its_message_not_the_caller) {
       [](gcl::log_level, std::string_view) { throw std::runtime_error("handler failed"); });
   BOOST_CHECK_NO_THROW(gcl::detail::log(gcl::log_level::info, "gcl: lost"));
   gcl::set_log_handler(previous);
+}
+
+// automatic's GCL_DEBUG report: at level debug, to the handler, and nothing on stderr; then, the
+// default back, to stderr. GCL_DEBUG is read once per process, at the first decision, which no
+// earlier test case makes.
+BOOST_AUTO_TEST_CASE(automatics_gcl_debug_report_reaches_the_handler) {
+  ::setenv("GCL_DEBUG", "1", 1);
+  auto decide = [](std::size_t n) {
+    gcl::spawn<gcl::inproc_transport>(2, [n](auto& comm) {
+      std::vector<std::int64_t> v(n, comm.rank());
+      gcl::all_reduce(comm, v, gcl::sum{}, gcl::automatic{.trials = 0});
+    });
+  };
+  std::vector<std::pair<gcl::log_level, std::string>> got;
+  std::string out = capture_stderr([&] {
+    recording r;
+    decide(1000);  // 8000 bytes: the size class [4096, 8192)
+    got = take_received();
+  });
+  BOOST_TEST(out.empty(), out);
+  BOOST_TEST_REQUIRE(got.size() == 1u);  // once per size class, not once per rank
+  BOOST_TEST((got[0].first == gcl::log_level::debug));
+  BOOST_TEST(got[0].second.starts_with("gcl: automatic: P=2 bytes=[4096,8192) -> "), got[0].second);
+  BOOST_TEST(got[0].second.find('\n') == std::string::npos);  // the handler adds no newline
+  // The default handler again: the next decision (another size class) is a line on stderr.
+  out = capture_stderr([&] { decide(3); });
+  BOOST_TEST(out.starts_with("gcl: automatic: P=2 bytes=[16,32) -> "), out);
+  BOOST_TEST(out.ends_with(")\n"), out);
+  BOOST_TEST(take_received().empty());
 }

@@ -32,10 +32,10 @@
 /// candidate list), so a temporary `gcl::automatic{}` in each call learns too, and a new
 /// communicator starts afresh.
 ///
-/// With the environment variable `GCL_DEBUG=1`, each decision is written to stderr once: the
-/// model's once per (world size, size class) per process, "gcl: automatic: P=4
-/// bytes=[4096,8192) -> ring (predicted us: ...)", a tuned one once per race by rank 0, with
-/// every candidate's times.
+/// With the environment variable `GCL_DEBUG=1`, each decision is logged once (log.hpp, level
+/// debug; stderr unless a handler is set): the model's once per (world size, size class) per
+/// process, "gcl: automatic: P=4 bytes=[4096,8192) -> ring (predicted us: ...)", a tuned one
+/// once per race by rank 0, with every candidate's times.
 
 #include <algorithm>
 #include <array>
@@ -43,13 +43,11 @@
 #include <chrono>
 #include <concepts>
 #include <cstddef>
-#include <cstdio>
-#include <cstdlib>
-#include <cstring>
 #include <mutex>
 #include <optional>
 #include <set>
 #include <span>
+#include <string>
 #include <string_view>
 #include <type_traits>
 #include <utility>
@@ -58,6 +56,7 @@
 #include "../concepts.hpp"
 #include "../cost_model.hpp"
 #include "../detail/automatic_race.hpp"
+#include "../log.hpp"
 #include "../op.hpp"
 #include "direct.hpp"
 #include "halving_doubling.hpp"
@@ -309,41 +308,34 @@ struct automatic_of {
     });
   }
 
-  static bool debug_enabled() {
-    static bool const enabled = [] {
-      char const* v = std::getenv("GCL_DEBUG");
-      return v != nullptr && std::strcmp(v, "0") != 0 && v[0] != '\0';
-    }();
-    return enabled;
-  }
-
   // Rank 0 only, once per entry: every candidate's agreed trial times (us) and the winner.
   void log_tuned(int p, std::size_t bytes, std::size_t element_size, bool commutative,
                  detail::automatic_tuning::entry const& e) const {
-    if (!debug_enabled()) return;
+    if (!detail::debug_log_enabled()) return;
     int const sc = size_class(bytes);
-    std::fprintf(stderr,
-                 "gcl: automatic: P=%d bytes=[%zu,%zu) element=%zu%s tuned -> %s (model's pick "
-                 "%s; median [trials] in us, x = dropped:",
-                 p, std::size_t{1} << sc, std::size_t{2} << sc, element_size,
-                 commutative ? "" : " non-commutative",
-                 choice_names[static_cast<std::size_t>(e.chosen)].data(),
-                 choice_names[static_cast<std::size_t>(e.candidates[0])].data());
+    std::string text = detail::log_text(
+        "gcl: automatic: P=%d bytes=[%zu,%zu) element=%zu%s tuned -> %s (model's pick %s; median "
+        "[trials] in us, x = dropped:",
+        p, std::size_t{1} << sc, std::size_t{2} << sc, element_size,
+        commutative ? "" : " non-commutative",
+        choice_names[static_cast<std::size_t>(e.chosen)].data(),
+        choice_names[static_cast<std::size_t>(e.candidates[0])].data());
     for (std::size_t i = 0; i < e.candidates.size(); ++i) {
-      std::fprintf(stderr, " %s%s %.1f [", e.racing[i] ? "" : "x ",
-                   choice_names[static_cast<std::size_t>(e.candidates[i])].data(),
-                   detail::lower_median(e.seconds[i]) * 1e6);
+      text += detail::log_text(" %s%s %.1f [", e.racing[i] ? "" : "x ",
+                               choice_names[static_cast<std::size_t>(e.candidates[i])].data(),
+                               detail::lower_median(e.seconds[i]) * 1e6);
       for (std::size_t j = 0; j < e.seconds[i].size(); ++j)
-        std::fprintf(stderr, "%s%.1f", j ? " " : "", e.seconds[i][j] * 1e6);
-      std::fprintf(stderr, "]");
+        text += detail::log_text("%s%.1f", j ? " " : "", e.seconds[i][j] * 1e6);
+      text += ']';
     }
-    std::fprintf(stderr, ")\n");
+    text += ')';
+    detail::log(log_level::debug, text);
   }
 
-  // Once per (P, size class) per process: ranks on threads share the set, so a decision is
-  // logged once, not P times. The environment is read once.
+  // Once per (P, size class) per process and candidate list: ranks on threads share the set, so
+  // a decision is logged once, not P times. The environment is read once (log.hpp).
   void log_once(int p, std::size_t count, std::size_t element_size, choice c) const {
-    if (!debug_enabled()) return;
+    if (!detail::debug_log_enabled()) return;
     std::size_t const bytes = count * element_size;
     int const size_class = automatic_of::size_class(bytes);
     static std::mutex mutex;
@@ -351,13 +343,15 @@ struct automatic_of {
     std::lock_guard lock(mutex);
     if (!logged.emplace(p, size_class).second) return;
     auto const t = predictions(p, count, element_size);
-    std::fprintf(stderr, "gcl: automatic: P=%d bytes=[%zu,%zu) -> %s (predicted us:", p,
-                 bytes == 0 ? 0 : std::size_t{1} << size_class,
-                 bytes == 0 ? 1 : std::size_t{2} << size_class,
-                 choice_names[static_cast<std::size_t>(c)].data());
+    std::string text =
+        detail::log_text("gcl: automatic: P=%d bytes=[%zu,%zu) -> %s (predicted us:", p,
+                         bytes == 0 ? 0 : std::size_t{1} << size_class,
+                         bytes == 0 ? 1 : std::size_t{2} << size_class,
+                         choice_names[static_cast<std::size_t>(c)].data());
     for (std::size_t i = 0; i < t.size(); ++i)
-      std::fprintf(stderr, " %s %.1f", choice_names[i].data(), t[i] * 1e6);
-    std::fprintf(stderr, ")\n");
+      text += detail::log_text(" %s %.1f", choice_names[i].data(), t[i] * 1e6);
+    text += ')';
+    detail::log(log_level::debug, text);
   }
 };
 
