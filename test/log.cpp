@@ -10,6 +10,15 @@
 #include <gcl/spawn.hpp>
 #include <gcl/transport/inproc.hpp>
 
+#ifdef GCL_TEST_TCP
+#include <gcl/communicator.hpp>
+#include <gcl/transport/tcp.hpp>
+
+#include <boost/asio.hpp>
+#include <chrono>
+#include <thread>
+#endif
+
 #include <unistd.h>
 
 #include <cstddef>
@@ -134,3 +143,52 @@ BOOST_AUTO_TEST_CASE(automatics_gcl_debug_report_reaches_the_handler) {
   BOOST_TEST(out.ends_with(")\n"), out);
   BOOST_TEST(take_received().empty());
 }
+
+#ifdef GCL_TEST_TCP
+// A stranger on rank 0's port is refused with a warning, which reaches the handler (and not
+// stderr) with the rank, the stranger's address, the port and the reason.
+BOOST_AUTO_TEST_CASE(a_refused_stranger_is_a_warning_to_the_handler) {
+  using namespace std::chrono_literals;
+  auto refusals = [] {
+    std::lock_guard lock(received_mutex);
+    std::vector<std::pair<gcl::log_level, std::string>> r;
+    for (auto const& m : received)
+      if (m.second.find("refused a connection") != std::string::npos) r.push_back(m);
+    return r;
+  };
+  std::uint16_t port = 0;
+  std::string const out = capture_stderr([&] {
+    recording r;
+    gcl::tcp_options o;
+    o.timeout = 20s;
+    gcl::tcp_transport::group g(2, o);
+    port = g.options().master_port;
+    std::vector<std::jthread> ranks;
+    for (int rank = 0; rank < 2; ++rank)
+      ranks.emplace_back([&, rank] {
+        gcl::communicator comm(g.connect(rank));
+        // Rank 0's transport (and its accept loop) stays until the refusal has been logged.
+        for (auto until = std::chrono::steady_clock::now() + 15s;
+             rank == 0 && refusals().empty() && std::chrono::steady_clock::now() < until;)
+          std::this_thread::sleep_for(5ms);
+      });
+    boost::asio::io_context io;
+    boost::asio::ip::tcp::socket s(io);
+    boost::system::error_code ec;
+    s.connect({boost::asio::ip::make_address("127.0.0.1"), port}, ec);
+    BOOST_REQUIRE_MESSAGE(!ec, ec.message());
+    boost::asio::write(s, boost::asio::buffer(std::string_view("garbage\n")), ec);
+    s.close(ec);
+    ranks.clear();  // joins
+  });
+  auto const got = refusals();
+  BOOST_TEST_REQUIRE(got.size() == 1u);
+  BOOST_TEST((got[0].first == gcl::log_level::warning));
+  BOOST_TEST(got[0].second.starts_with("gcl: rank 0: refused a connection from 127.0.0.1:"),
+             got[0].second);
+  BOOST_TEST(got[0].second.ends_with(" on port " + std::to_string(port) +
+                                     ": sent 8 bytes that are not a gcl hello, then closed"),
+             got[0].second);
+  BOOST_TEST(out.find("refused") == std::string::npos, out);
+}
+#endif
