@@ -7,27 +7,15 @@
 /// `messages (alpha + bytes beta) + reduced gamma` over the rounds. The closed forms of
 /// doc/algorithms.md follow from the schedules; they are not a second copy of them.
 ///
+/// Each algorithm's header includes this one and defines its `schedule` next to its all_reduce;
+/// this header includes no algorithm (so an algorithm written outside gcl is priced the same way
+/// as gcl's own).
+///
 ///     gcl::cost_model m{.alpha = 5e-6, .beta = 1e-10, .gamma = 2e-10};
-///     double t = m.predict(gcl::ring{}, 8, 4 << 20);      // 8 ranks, 4 MiB
-///     auto live = gcl::calibrate(comm);                   // measured on this transport
+///     double t = m.predict(gcl::ring{}, 8, 4 << 20);      // 8 ranks, 4 MiB (with ring.hpp)
+///     auto live = gcl::calibrate(comm);                   // measured: calibrate.hpp
 
-#include <algorithm>
-#include <chrono>
-#include <concepts>
 #include <cstddef>
-#include <cstdint>
-#include <span>
-#include <string_view>
-#include <vector>
-
-#include "algorithm/ring.hpp"
-#include "algorithm/tree.hpp"
-#include "call_info.hpp"
-#include "communicator.hpp"
-#include "detail/binomial.hpp"
-#include "detail/chunk.hpp"
-#include "detail/reduce_kernel.hpp"
-#include "op.hpp"
 
 namespace gcl {
 
@@ -45,50 +33,13 @@ struct cost_step {
 };
 
 /// An algorithm that describes its all_reduce critical path: `alg.schedule(P, count,
-/// element_size, f)` calls `f(cost_step)` once per round.
+/// element_size, f)` calls `f(cost_step)` once per round. Every algorithm keeps its schedule
+/// beside its all_reduce, in its own header (which includes this one), so that the two are read
+/// and changed together, and this header knows no algorithm.
 template <class Alg>
 concept scheduled_algorithm = requires(Alg const& a, int p, std::size_t n, void (*f)(cost_step)) {
   a.schedule(p, n, n, f);
 };
-
-namespace detail {
-
-// The schedules of the core algorithms (tree.hpp and ring.hpp), kept here so that those headers
-// need not know about costs. Binomial tree: ceil(log2 P) rounds of one full message up (with a
-// reduction), the same down (the root handles one message per level, one after the other).
-// Ring: P - 1 rounds of the largest chunk with a reduction, P - 1 without.
-template <class F>
-void tree_schedule(int p, std::size_t count, std::size_t element_size, F&& step) {
-  std::size_t const bytes = count * element_size;
-  int const levels = binomial_steps(p);
-  // Level i moves one message from every rel whose lowest set bit is 2^i.
-  auto senders = [p](int i) {
-    std::size_t n = 0;
-    for (int rel = 1; rel < p; ++rel) n += binomial_send_step(rel) == i + 1;
-    return n;
-  };
-  for (int i = 0; i < levels; ++i) step(cost_step{1, bytes, bytes, senders(i)});
-  for (int i = levels - 1; i >= 0; --i) step(cost_step{1, bytes, 0, senders(i)});
-}
-template <class F>
-void ring_schedule(ring const& alg, int p, std::size_t count, std::size_t element_size, F&& step) {
-  if (p <= 1) return;
-  std::size_t const chunk_elements = chunk_layout{count, p}.max_size();
-  std::size_t const chunk = chunk_elements * element_size, all = static_cast<std::size_t>(p);
-  std::size_t const s = std::max<std::size_t>(alg.segment_bytes / element_size, 1);
-  if (alg.segment_bytes == 0 || s >= chunk_elements) {
-    for (int i = 0; i < p - 1; ++i) step(cost_step{1, chunk, chunk, all});
-    for (int i = 0; i < p - 1; ++i) step(cost_step{1, chunk, 0, all});
-    return;
-  }
-  // Segmented: a step is ceil(chunk / s) messages of s elements back to back, and only the
-  // last segment's reduction is not hidden behind the transfer of the next.
-  std::size_t const segments = (chunk_elements + s - 1) / s, seg = s * element_size;
-  for (int i = 0; i < p - 1; ++i) step(cost_step{segments, seg, seg, all});
-  for (int i = 0; i < p - 1; ++i) step(cost_step{segments, seg, 0, all});
-}
-
-}  // namespace detail
 
 /// Calls `f(cost_step)` for each round of `alg`'s all_reduce of `count` elements of
 /// `element_size` bytes on `p` ranks.
@@ -96,16 +47,11 @@ void ring_schedule(ring const& alg, int p, std::size_t count, std::size_t elemen
 ///     gcl::for_each_step(gcl::ring{}, 4, 1000, 4, [](gcl::cost_step s) { ... });
 template <class Alg, class F>
 void for_each_step(Alg const& alg, int p, std::size_t count, std::size_t element_size, F&& f) {
-  if constexpr (std::same_as<Alg, tree>)
-    detail::tree_schedule(p, count, element_size, f);
-  else if constexpr (std::same_as<Alg, ring>)
-    detail::ring_schedule(alg, p, count, element_size, f);
-  else {
-    static_assert(scheduled_algorithm<Alg>,
-                  "gcl::cost_model: this algorithm has no member schedule(P, count, element_size, "
-                  "f) describing its rounds, so its cost cannot be predicted");
+  static_assert(scheduled_algorithm<Alg>,
+                "gcl::cost_model: this algorithm has no member schedule(P, count, element_size, "
+                "f) describing its rounds, so its cost cannot be predicted");
+  if constexpr (scheduled_algorithm<Alg>)  // no second error after the static_assert
     alg.schedule(p, count, element_size, f);
-  }
 }
 
 /// Latency `alpha` (seconds per message), inverse bandwidth `beta` (seconds per byte) and
@@ -156,130 +102,10 @@ struct cost_model {
   friend bool operator==(cost_model const&, cost_model const&) = default;
 };
 
-/// Options of `calibrate`.
-///
-///     auto m = gcl::calibrate(comm, {.repetitions = 50});
-struct calibrate_options {
-  std::size_t small_bytes = 8;        ///< ping-pong size for alpha
-  std::size_t large_bytes = 1 << 22;  ///< ping-pong size for beta, and the reduction for gamma
-  int repetitions = 11;               ///< round trips per size; the median is used
-};
-
-namespace detail {
-inline double median(std::vector<double>& v) {
-  std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
-  return v[v.size() / 2];
-}
-}  // namespace detail
-
-/// Measures the model on `comm`, collectively (every rank must call it):
-///  - alpha, beta, latency: ranks 0 and 1 ping-pong messages of `small_bytes` and
-///    `large_bytes` (median round trips: the two sizes give the per-byte time beta); a stream
-///    of 33 small messages against a single one gives the per-message cost alpha (the slower
-///    of sending and receiving one); the rest of the small one-way time is the latency;
-///  - gamma: rank 0 alone times a float sum over `large_bytes`;
-///  - parallelism: then every rank runs the same sum at once; if the slowest takes c times
-///    rank 0's solo time, only P / c ranks really run at once (threads sharing cores);
-///  - rank 0's model is sent to every rank, so all ranks return the same model.
-/// On one rank only gamma is measured; alpha and beta keep their defaults.
-///
-///     auto m = gcl::calibrate(comm);
-///     gcl::all_reduce(comm, v, gcl::sum{}, gcl::automatic{.model = m});
-template <class Transport>
-cost_model calibrate(communicator<Transport>& comm, calibrate_options const& opts = {}) {
-  using clock = std::chrono::steady_clock;
-  auto scope = comm.begin_call(
-      make_call_info<std::byte>(call_kind::calibrate, opts.large_bytes, 0, "", "ping-pong"));
-  auto seconds = [](clock::time_point t0) {
-    return std::chrono::duration<double>(clock::now() - t0).count();
-  };
-  cost_model m;
-  int const me = comm.rank(), p = comm.size();
-  int const reps = std::max(opts.repetitions, 1);
-  auto buf = comm.template scratch<std::byte>(std::max(opts.large_bytes, opts.small_bytes), 0);
-  auto round_trip = [&](std::size_t bytes) {
-    auto b = buf.first(bytes);
-    std::vector<double> t;
-    for (int i = -2; i < reps; ++i) {  // two warm-up round trips
-      auto start = clock::now();
-      if (me == 0) {
-        comm.send(1, std::span<std::byte const>(b), detail::collective_tag);
-        comm.recv(1, b, detail::collective_tag);
-      } else {
-        comm.recv(0, b, detail::collective_tag);
-        comm.send(0, std::span<std::byte const>(b), detail::collective_tag);
-      }
-      if (i >= 0) t.push_back(seconds(start));
-    }
-    return detail::median(t);
-  };
-  if (p > 1 && me <= 1) {
-    double const small = round_trip(opts.small_bytes) / 2, large = round_trip(opts.large_bytes) / 2;
-    double const extra = static_cast<double>(opts.large_bytes - opts.small_bytes);
-    m.beta = std::max((large - small) / extra, 1e-13);
-    // A stream of `burst` small messages answered by one reply, against a single message
-    // answered by one reply: the difference is burst - 1 times the per-message cost of the
-    // slower side of the pipeline (sender's or receiver's handling), the LogP "gap".
-    constexpr int burst = 33;
-    auto b = buf.first(opts.small_bytes);
-    auto stream = [&](int k) {
-      std::vector<double> t;
-      for (int i = -1; i < std::max(reps, 3); ++i) {
-        auto start = clock::now();
-        if (me == 0) {
-          for (int j = 0; j < k; ++j)
-            comm.send(1, std::span<std::byte const>(b), detail::collective_tag);
-          comm.recv(1, b, detail::collective_tag);
-        } else {
-          for (int j = 0; j < k; ++j) comm.recv(0, b, detail::collective_tag);
-          comm.send(0, std::span<std::byte const>(b), detail::collective_tag);
-        }
-        if (i >= 0) t.push_back(seconds(start));
-      }
-      return detail::median(t);
-    };
-    double const one = stream(1), many = stream(burst);
-    double const one_way = small - static_cast<double>(opts.small_bytes) * m.beta;
-    m.alpha = std::clamp((many - one) / (burst - 1), 1e-9, std::max(one_way, 1e-9));
-    m.latency = std::max(one_way - m.alpha, 0.0);
-  }
-  std::size_t const n = std::max<std::size_t>(opts.large_bytes / sizeof(float), 1);
-  auto a = comm.template scratch<float>(n, 1);
-  auto b = comm.template scratch<float>(n, 2);
-  std::fill(a.begin(), a.end(), 1.0f);
-  std::fill(b.begin(), b.end(), 2.0f);
-  auto reduction = [&] {
-    std::vector<double> t;
-    for (int i = -1; i < std::max(reps / 2, 3); ++i) {
-      auto start = clock::now();
-      detail::reduce_into(a.data(), b.data(), n, sum{});
-      if (i >= 0) t.push_back(seconds(start));
-    }
-    return detail::median(t);
-  };
-  double solo = 0;
-  if (me == 0) solo = reduction();
-  // Wall time for every rank to do the same work at once, from one barrier to the next (a
-  // rank's own timing would miss the time it was descheduled while others ran).
-  constexpr int batch = 4;
-  tree{}.barrier(comm);
-  auto start = clock::now();
-  for (int i = 0; i < batch; ++i) detail::reduce_into(a.data(), b.data(), n, sum{});
-  tree{}.barrier(comm);
-  double const together = seconds(start) / batch;
-  if (me == 0) {
-    m.gamma = std::max(solo / static_cast<double>(n * sizeof(float)), 1e-13);
-    double const slowdown = std::max(together / solo, 1.0);
-    m.parallelism =
-        p > 1 ? std::clamp(static_cast<double>(p) / slowdown, 1.0, static_cast<double>(p)) : 0.0;
-    double const wire[5] = {m.alpha, m.beta, m.gamma, m.latency, m.parallelism};
-    for (int r = 1; r < p; ++r) comm.send(r, wire, detail::collective_tag);
-  } else {
-    double wire[5];
-    comm.recv(0, wire, detail::collective_tag);
-    m = cost_model{wire[0], wire[1], wire[2], wire[3], wire[4]};
-  }
-  return m;
-}
-
 }  // namespace gcl
+
+// `calibrate`, which measures a model on a live communicator, has a header of its own; it is
+// included here because it used to be defined in this one, and code that includes only
+// cost_model.hpp calls it. calibrate.hpp includes this header before it uses the model and
+// includes no algorithm header, so either include order works.
+#include "calibrate.hpp"

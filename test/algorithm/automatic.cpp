@@ -6,14 +6,18 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <limits>
 #include <optional>
+#include <span>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "accounting.hpp"
@@ -243,7 +247,8 @@ BOOST_AUTO_TEST_CASE(a_real_race_lasts_at_least_min_race_seconds) {
       ++o.calls;
     }
     auto const settled = std::chrono::steady_clock::now();
-    auto const& entries = comm.template cached<gcl::detail::automatic_tuning>().entries;
+    auto const& entries =
+        comm.template cached<gcl::detail::automatic_tuning_of<gcl::automatic>>().entries;
     o.races = entries.size();
     if (o.races == 1) {
       auto const& e = entries.begin()->second;
@@ -328,6 +333,88 @@ BOOST_AUTO_TEST_CASE(tuning_never_tries_ring_for_a_non_commutative_operator) {
   auto const only = narrow.candidates(4, 1000, 4, true);
   BOOST_TEST(only.size() >= 1u);
   BOOST_TEST((only[0] == narrow.choose(4, 1000, 4, true)));
+}
+
+// A toy all_reduce for the race: the tree's messages and schedule, with every call counted per
+// rank, so that a test sees automatic run it.
+struct toy {
+  static constexpr std::string_view name = "toy";
+  static constexpr bool needs_commutative = false;
+  static inline std::array<std::atomic<int>, 8> calls{};  // per rank
+
+  template <class Comm, class T, class Op>
+  void all_reduce(Comm& comm, std::span<T> data, Op const& op) const {
+    calls[static_cast<std::size_t>(comm.rank())].fetch_add(1, std::memory_order_relaxed);
+    gcl::tree{}.all_reduce(comm, data, op);
+  }
+  template <class F>
+  static void schedule(int p, std::size_t count, std::size_t element_size, F&& step) {
+    gcl::tree::schedule(p, count, element_size, step);
+  }
+};
+
+BOOST_AUTO_TEST_CASE(an_algorithm_added_in_one_line_is_raced_and_every_rank_agrees) {
+  using with_toy = gcl::automatic::with<toy>;  // the one line: toy joins gcl's six
+  static_assert(with_toy::choice_of<toy> == static_cast<with_toy::choice>(6));
+  static_assert(with_toy::choice_of<gcl::ring> == with_toy::choice::ring);  // names kept
+  BOOST_TEST(with_toy::choice_names[6] == "toy");
+
+  constexpr int p = 3;
+  constexpr std::size_t n = 1000;
+  with_toy const a{.trials = 2, .min_race_seconds = 0, .shortlist = every};
+  auto const cands = a.candidates(p, n, 8, true);
+  BOOST_TEST_REQUIRE(cands.size() == 7u);  // every candidate, the toy among them
+  for (auto& c : toy::calls) c = 0;
+  struct outcome {
+    int calls = 0, wrong = 0;
+    std::optional<with_toy::choice> chosen;
+    std::vector<std::vector<double>> seconds;  // the agreed trial times, per candidate
+    std::vector<int> candidates;               // positions in with_toy's list, the race's order
+    bool default_untouched = false;
+  };
+  auto out = gcl::spawn<counted>(p, [&](auto& comm) {
+    outcome o;
+    while (!(o.chosen = a.tuned_choice(comm, n, 8, true)) && o.calls < 1000) {
+      auto make = [c = o.calls](int r, std::size_t i) { return value(r, i) + c; };
+      std::vector<std::int64_t> v(n);
+      for (std::size_t i = 0; i < n; ++i) v[i] = make(comm.rank(), i);
+      gcl::all_reduce(comm, v, gcl::sum{}, a);
+      o.wrong += v != expected_sum<std::int64_t>(comm.size(), n, make);
+      ++o.calls;
+    }
+    auto const& entries =
+        comm.template cached<gcl::detail::automatic_tuning_of<with_toy>>().entries;
+    if (entries.size() == 1) {
+      o.seconds = entries.begin()->second.seconds;
+      o.candidates = entries.begin()->second.candidates;
+    }
+    // Another list on the same communicator keeps its own state (its indices mean other
+    // algorithms): gcl::automatic with the same settings has decided nothing.
+    o.default_untouched =
+        !gcl::automatic{.trials = 2, .min_race_seconds = 0, .shortlist = every}.tuned_choice(
+            comm, n, 8, true);
+    return o;
+  });
+  auto const toy_at = static_cast<int>(with_toy::choice_of<toy>);
+  for (int r = 0; r < p; ++r) {
+    BOOST_TEST_INFO("rank " << r);
+    BOOST_TEST(out[r].wrong == 0);
+    BOOST_TEST(out[r].calls < 1000);
+    BOOST_TEST(out[r].calls == out[0].calls);  // every rank settles on the same call
+    BOOST_TEST_REQUIRE(out[r].chosen.has_value());
+    BOOST_TEST((out[r].chosen == out[0].chosen));  // on the same algorithm
+    BOOST_TEST((out[r].seconds == out[0].seconds));
+    BOOST_TEST(out[r].default_untouched);
+    // The toy ran: at least `trials` turns of two calls (a warm-up and a counted one) per rank.
+    BOOST_TEST(toy::calls[static_cast<std::size_t>(r)].load() >= 2 * a.trials);
+    // ... and was timed: its agreed times are in the race.
+    auto const at = std::find(out[r].candidates.begin(), out[r].candidates.end(), toy_at);
+    BOOST_TEST_REQUIRE((at != out[r].candidates.end()));
+    auto const& toy_times =
+        out[r].seconds[static_cast<std::size_t>(at - out[r].candidates.begin())];
+    BOOST_TEST(toy_times.size() >= static_cast<std::size_t>(a.trials));
+    for (double t : toy_times) BOOST_TEST(t > 0.0);
+  }
 }
 
 // The fixed algorithm `c` on a fresh group, one call, under counting.

@@ -2,7 +2,16 @@
 /// \file
 /// `gcl::automatic`: per call, the all_reduce algorithm that is fastest here for this world
 /// size, element count and element size, measured on the first calls (the default), or
-/// predicted by a `cost_model` alone (`.trials = 0`).
+/// predicted by a `cost_model` alone (`.trials = 0`). `gcl::automatic_of<A, B, ...>` is the
+/// same policy over another list of candidates; `gcl::automatic` is the list of gcl's six, and
+/// `gcl::automatic::with<mine>` adds one:
+///
+///     using with_mine = gcl::automatic::with<my_all_reduce>;   // races my_all_reduce too
+///     gcl::all_reduce(comm, v, gcl::sum{}, with_mine{});
+///
+/// A candidate is a `gcl::algorithm` with a default constructor, an all_reduce, and a schedule
+/// (cost_model.hpp) from which the model predicts it. Candidates that need a commutative
+/// operator are left out for one that is not.
 ///
 /// The model's prediction is a pure function of (model, P, count, sizeof(T), whether the
 /// operator is commutative), so every rank holding the same model picks the same algorithm
@@ -14,41 +23,40 @@
 /// caller's data, timed from a common start (a tree barrier) and agreed by all ranks inside the
 /// same call (the maximum over ranks, by a two-double tree all_reduce under the same call_info).
 /// Candidates take turns of two calls, the first a warm-up; nothing is decided before each has
-/// `trials` times and the race has lasted `min_race_seconds`; then any candidate whose fastest
-/// time is slower than the leader's median drops out, and the rest go on until one is left or
-/// each has `max_trials` times; the least median wins. Every rank holds the same agreed numbers,
-/// so every rank picks the same algorithm, on the same call. Later calls of that class run the
-/// winner with no extra message. The state lives in the communicator (`communicator::cached`),
-/// so a temporary `gcl::automatic{}` in each call learns too, and a new communicator starts
-/// afresh.
+/// `trials` times and the race has lasted `min_race_seconds`; then any candidate clearly behind
+/// the leader (its lower quartile above the leader's upper quartile) drops out, and the rest go
+/// on until one is left or each has `max_trials` times; the least median wins. Every rank holds
+/// the same agreed numbers, so every rank picks the same algorithm, on the same call (the race
+/// itself is detail/automatic_race.hpp). Later calls of that class run the winner with no extra
+/// message. The state lives in the communicator (`communicator::cached`, one state per
+/// candidate list), so a temporary `gcl::automatic{}` in each call learns too, and a new
+/// communicator starts afresh.
 ///
-/// With the environment variable `GCL_DEBUG=1`, each decision is written to stderr once: the
-/// model's once per (world size, size class) per process, "gcl: automatic: P=4
-/// bytes=[4096,8192) -> ring (predicted us: ...)", a tuned one once per race by rank 0, with
-/// every candidate's times.
+/// With the environment variable `GCL_DEBUG=1`, each decision is logged once (log.hpp, level
+/// debug; stderr unless a handler is set): the model's once per (world size, size class) per
+/// process, "gcl: automatic: P=4 bytes=[4096,8192) -> ring (predicted us: ...)", a tuned one
+/// once per race by rank 0, with every candidate's times.
 
 #include <algorithm>
 #include <array>
 #include <bit>
 #include <chrono>
-#include <cmath>
+#include <concepts>
 #include <cstddef>
-#include <cstdio>
-#include <cstdlib>
-#include <cstring>
-#include <limits>
-#include <map>
 #include <mutex>
 #include <optional>
 #include <set>
 #include <span>
+#include <string>
 #include <string_view>
-#include <tuple>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
 #include "../concepts.hpp"
 #include "../cost_model.hpp"
+#include "../detail/automatic_race.hpp"
+#include "../log.hpp"
 #include "../op.hpp"
 #include "direct.hpp"
 #include "halving_doubling.hpp"
@@ -61,103 +69,58 @@ namespace gcl {
 
 namespace detail {
 
-// A tuning automatic's progress on one communicator (kept there: `communicator::cached`). Each
-// rank's communicator is used by one thread at a time, so no lock is needed.
-struct automatic_tuning {
-  struct entry {
-    std::vector<int> candidates;                  // choice indices, the model's order
-    std::vector<std::vector<double>> seconds;     // per candidate, agreed (max over ranks)
-    std::vector<bool> racing;                     // still in the race
-    std::size_t turn = 0;                         // index of the candidate whose turn it is
-    bool warming = true;                          // the turn's next call is its warm-up
-    int chosen = -1;                              // choice index once tuned
-    std::chrono::steady_clock::time_point start;  // this rank's first trial
+/// What `automatic_of` needs of a candidate: a `gcl::algorithm` it can make (`Alg{}`) and whose
+/// all_reduce the model can predict (a `schedule`, see cost_model.hpp).
+template <class Alg>
+concept automatic_candidate =
+    algorithm<Alg> && std::default_initializable<Alg> && scheduled_algorithm<Alg>;
+
+// `automatic_of<...>::choice`: a candidate's position in the list. gcl::automatic's six keep
+// their names (`automatic::choice::ring`) in any list that starts with them, as
+// `automatic::with<mine>` does; other positions, and other lists, are unnamed values.
+template <class... Algorithms>
+struct automatic_choice {
+  enum class type : int {};
+};
+template <class... More>
+struct automatic_choice<tree, ring, recursive_doubling, halving_doubling, direct, parameter_server,
+                        More...> {
+  enum class type : int {
+    tree,
+    ring,
+    recursive_doubling,
+    halving_doubling,
+    direct,
+    parameter_server
   };
-  // The automatic's settings that shape a decision (trials, max_trials, min_race_seconds,
-  // shortlist, model), then P, size class, element size, commutative: two differently
-  // configured automatics on one communicator keep separate decisions.
-  using key = std::tuple<int, int, double, double, double, double, double, double, double, int, int,
-                         std::size_t, bool>;
-  std::map<key, entry> entries;
-
-  // The entry for `k`, made if new. The last one found is remembered: a loop that calls one shape
-  // finds it with one key comparison instead of a map search (at sub-microsecond call times the
-  // search alone would cost several percent).
-  entry& find(key const& k) {
-    if (last_ == nullptr || last_->first != k) last_ = &*entries.try_emplace(k).first;
-    return last_->second;
-  }
-
- private:
-  std::map<key, entry>::value_type* last_ = nullptr;  // map nodes never move
 };
 
-// The q-th of the sorted times, q in [0, 1], rounding the index down (`below`) or up: the lower
-// median is (0.5, below), the quartiles of a race (0.25, below) and (0.75, up).
-inline double quantile(std::vector<double> v, double q, bool below = true) {
-  std::sort(v.begin(), v.end());
-  double const at = q * static_cast<double>(v.size() - 1);
-  return v[static_cast<std::size_t>(below ? std::floor(at) : std::ceil(at))];
-}
-inline double lower_median(std::vector<double> const& v) {
-  return quantile(v, 0.5);
-}
-
-// Records one trial call of `e.candidates[e.turn]` that took `seconds`, the race having lasted
-// `elapsed` (both agreed by all ranks). A turn is two calls of its candidate: the first warms up
-// and is not counted, so that the counted call follows a call of its own algorithm, as every
-// call does once settled (after another algorithm, the caches and the waiting threads are in
-// that one's state: at MiB sizes that alone changes the time by half). Then the turn moves to
-// the next candidate still racing. When that completes a round (every racing candidate then
-// has the same number of times), each has `trials` times and the race has lasted `min_seconds`,
-// drops those clearly behind the leader (the least median), whose lower quartile is above the
-// leader's upper quartile: their times hardly overlap (with 3 times: the fastest above the
-// leader's slowest, so that a leader's lucky start cannot drop what later proves faster). It
-// settles (`chosen`) when one is left or the times reach `max_trials`: the least median, ties
-// to the model's order. The inputs are agreed, so every rank settles on the same call and
-// the same candidate.
-inline void automatic_race(automatic_tuning::entry& e, double seconds, double elapsed, int trials,
-                           int max_trials, double min_seconds = 0) {
-  if (std::exchange(e.warming, !e.warming)) return;
-  e.seconds[e.turn].push_back(seconds);
-  std::size_t const n = e.candidates.size(), previous = e.turn;
-  do e.turn = (e.turn + 1) % n;
-  while (!e.racing[e.turn]);
-  if (e.turn > previous) return;  // the round goes on
-  std::size_t const samples = e.seconds[e.turn].size();
-  if (samples < static_cast<std::size_t>(std::max(trials, 1)) || elapsed < min_seconds) return;
-  std::size_t leader = n;
-  double best = 0;
-  for (std::size_t i = 0; i < n; ++i) {
-    if (!e.racing[i]) continue;
-    double const median = lower_median(e.seconds[i]);  // sorts a copy: once per candidate
-    if (leader == n || median < best) leader = i, best = median;
-  }
-  double const leader_upper = quantile(e.seconds[leader], 0.75, false);
-  std::size_t left = 0;
-  for (std::size_t i = 0; i < n; ++i) {
-    if (e.racing[i] && quantile(e.seconds[i], 0.25) > leader_upper) e.racing[i] = false;
-    left += e.racing[i];
-  }
-  if (left == 1 || samples >= static_cast<std::size_t>(std::max(max_trials, trials)))
-    e.chosen = e.candidates[leader];
-  else
-    e.turn = static_cast<std::size_t>(std::find(e.racing.begin(), e.racing.end(), true) -
-                                      e.racing.begin());
-}
+// The tuning state of one candidate list on a communicator. A type per list because
+// `communicator::cached` keeps one state per type: automatics racing different lists on one
+// communicator must not read each other's candidate indices.
+template <class Automatic>
+struct automatic_tuning_of : automatic_tuning {};
 
 }  // namespace detail
 
-/// Picks the all_reduce algorithm for each call (see the file comment): by timing the model's
-/// shortlist on the first calls of each size class (the default), or by the model alone.
+/// Picks, on each call, one of `Algorithms...` for the all_reduce (see the file comment): by
+/// timing the model's shortlist on the first calls of each size class (the default), or by the
+/// model alone. The order of the list breaks ties. Most code wants `gcl::automatic` (gcl's six)
+/// or `gcl::automatic::with<mine>`.
 ///
-///     gcl::all_reduce(comm, v, gcl::sum{}, gcl::automatic{});            // tuned
-///     gcl::all_reduce(comm, v, gcl::sum{}, gcl::automatic{.model = gcl::calibrate(comm)});
-///     gcl::all_reduce(comm, v, gcl::sum{}, gcl::automatic{.trials = 0});  // the model alone
-struct automatic {
+///     gcl::all_reduce(comm, v, gcl::sum{}, gcl::automatic_of<gcl::tree, gcl::ring, mine>{});
+template <class... Algorithms>
+struct automatic_of {
+  static_assert(sizeof...(Algorithms) > 0, "gcl::automatic_of: name at least one candidate");
+  static_assert((detail::automatic_candidate<Algorithms> && ...),
+                "gcl::automatic_of: every candidate must be a gcl::algorithm (name, "
+                "needs_commutative) with a default constructor, an all_reduce, and a member "
+                "schedule(P, count, element_size, f) from which the cost model predicts it");
+
   static constexpr std::string_view name = "automatic";
-  /// Algorithms that reorder operands are only considered for commutative operators.
-  static constexpr bool needs_commutative = false;
+  /// Candidates that reorder operands are only considered for commutative operators, so only a
+  /// list of nothing but such candidates needs one.
+  static constexpr bool needs_commutative = (Algorithms::needs_commutative && ...);
 
   /// The model the predictions come from; must be the same on every rank.
   cost_model model{};
@@ -177,14 +140,31 @@ struct automatic {
   double min_race_seconds = 0.05;
 
   /// With tuning, the candidates are the algorithms the model predicts within this factor of
-  /// its best (ring only for commutative operators); infinity tries every one.
+  /// its best (those that need a commutative operator only for one); infinity tries every one.
   double shortlist = 4.0;
 
-  /// The candidates, in the order that breaks ties (the first of equal predictions wins, equal
-  /// meaning within a relative 1e-9).
-  enum class choice { tree, ring, recursive_doubling, halving_doubling, direct, parameter_server };
-  static constexpr std::array<std::string_view, 6> choice_names = {
-      "tree", "ring", "recursive_doubling", "halving_doubling", "direct", "parameter_server"};
+  /// A candidate: its position in `Algorithms...`, the order that breaks ties (the first of
+  /// equal predictions wins, equal meaning within a relative 1e-9). gcl::automatic's are named:
+  /// `choice::tree, ring, recursive_doubling, halving_doubling, direct, parameter_server`.
+  using choice = typename detail::automatic_choice<Algorithms...>::type;
+  /// The candidates' names (`Alg::name`), indexed by `choice`.
+  static constexpr std::array<std::string_view, sizeof...(Algorithms)> choice_names = {
+      Algorithms::name...};
+  /// The `choice` of `Alg`, which must be in the list once.
+  ///
+  ///     static_assert(gcl::automatic::choice_of<gcl::ring> == gcl::automatic::choice::ring);
+  template <class Alg>
+  static constexpr choice choice_of = [] {
+    constexpr std::array<bool, sizeof...(Algorithms)> same = {std::same_as<Alg, Algorithms>...};
+    static_assert(std::count(same.begin(), same.end(), true) == 1,
+                  "gcl::automatic_of::choice_of: the algorithm is not in the list exactly once");
+    return static_cast<choice>(std::find(same.begin(), same.end(), true) - same.begin());
+  }();
+  /// This list with `More...` added at the end: adding an algorithm to the race is one line.
+  ///
+  ///     using with_mine = gcl::automatic::with<my_all_reduce>;
+  template <class... More>
+  using with = automatic_of<Algorithms..., More...>;
 
   /// The algorithm `all_reduce` would run for `count` elements of `element_size` bytes on `p`
   /// ranks; `commutative` says whether reordering algorithms (ring) may be used.
@@ -192,42 +172,38 @@ struct automatic {
   ///     auto c = gcl::automatic{}.choose(4, 1 << 20, 4, true);   // likely choice::ring
   choice choose(int p, std::size_t count, std::size_t element_size, bool commutative) const {
     auto const times = predictions(p, count, element_size);
-    choice best = choice::tree;
-    for (std::size_t i = 1; i < times.size(); ++i) {
-      auto c = static_cast<choice>(i);
-      if (!commutative && c == choice::ring) continue;
+    std::size_t best = size;
+    for (std::size_t i = 0; i < size; ++i) {
+      if (!usable(i, commutative)) continue;
       // Within a relative 1e-9 is a tie (rounding of equal closed forms): the earlier wins.
-      if (times[i] < times[static_cast<std::size_t>(best)] * (1 - 1e-9)) best = c;
+      if (best == size || times[i] < times[best] * (1 - 1e-9)) best = i;
     }
-    return best;
+    // No usable candidate only for a non-commutative operator and a list that needs a
+    // commutative one, which all_reduce rejects at compile time.
+    return static_cast<choice>(best == size ? 0 : best);
   }
 
   /// The predicted seconds of every candidate, indexed by `choice`.
-  std::array<double, 6> predictions(int p, std::size_t count, std::size_t element_size) const {
+  std::array<double, sizeof...(Algorithms)> predictions(int p, std::size_t count,
+                                                        std::size_t element_size) const {
     std::size_t const bytes = count * element_size;
-    return {model.predict(tree{}, p, bytes, element_size),
-            model.predict(ring{}, p, bytes, element_size),
-            model.predict(recursive_doubling{}, p, bytes, element_size),
-            model.predict(halving_doubling{}, p, bytes, element_size),
-            model.predict(direct{}, p, bytes, element_size),
-            model.predict(parameter_server{}, p, bytes, element_size)};
+    return {model.predict(Algorithms{}, p, bytes, element_size)...};
   }
 
   /// With tuning, the algorithms tried: those predicted within `shortlist` of the model's best,
-  /// best predicted first (ties in `choice` order); never ring for a non-commutative operator.
+  /// best predicted first (ties in `choice` order); never one that needs a commutative operator
+  /// (ring) for a non-commutative one.
   std::vector<choice> candidates(int p, std::size_t count, std::size_t element_size,
                                  bool commutative) const {
     auto const t = predictions(p, count, element_size);
     choice const first = choose(p, count, element_size, commutative);
-    double const best = t[static_cast<std::size_t>(first)];
+    double const best = t[index(first)];
     std::vector<choice> c{first};
-    for (std::size_t i = 0; i < t.size(); ++i)
-      if ((commutative || static_cast<choice>(i) != choice::ring) &&
-          static_cast<choice>(i) != first && t[i] <= best * shortlist)
+    for (std::size_t i = 0; i < size; ++i)
+      if (usable(i, commutative) && i != index(first) && t[i] <= best * shortlist)
         c.push_back(static_cast<choice>(i));
-    std::stable_sort(c.begin() + 1, c.end(), [&](choice a, choice b) {
-      return t[static_cast<std::size_t>(a)] < t[static_cast<std::size_t>(b)];
-    });
+    std::stable_sort(c.begin() + 1, c.end(),
+                     [&](choice a, choice b) { return t[index(a)] < t[index(b)]; });
     return c;
   }
 
@@ -241,7 +217,7 @@ struct automatic {
                                      bool commutative) const {
     int const p = comm.size();
     if (!tunes(p, count * element_size)) return choose(p, count, element_size, commutative);
-    auto const& entries = comm.template cached<detail::automatic_tuning>().entries;
+    auto const& entries = comm.template cached<tuning>().entries;
     auto it = entries.find(key_of(p, count * element_size, element_size, commutative));
     if (it == entries.end() || it->second.chosen < 0) return std::nullopt;
     return static_cast<choice>(it->second.chosen);
@@ -255,11 +231,10 @@ struct automatic {
     if (!tunes(p, bytes)) {
       choice const c = choose(p, data.size(), sizeof(T), commutative);
       log_once(p, data.size(), sizeof(T), c);
-      return run(c, comm, data, op);
+      return run(index(c), comm, data, op);
     }
-    auto& e = comm.template cached<detail::automatic_tuning>().find(
-        key_of(p, bytes, sizeof(T), commutative));
-    if (e.chosen >= 0) return run(static_cast<choice>(e.chosen), comm, data, op);
+    auto& e = comm.template cached<tuning>().find(key_of(p, bytes, sizeof(T), commutative));
+    if (e.chosen >= 0) return run(static_cast<std::size_t>(e.chosen), comm, data, op);
     if (e.candidates.empty()) {  // every rank builds the same list: it is the model's
       for (choice x : candidates(p, data.size(), sizeof(T), commutative))
         e.candidates.push_back(static_cast<int>(x));
@@ -275,7 +250,7 @@ struct automatic {
     // counted call then follows it as a call follows the previous one in a benchmark loop.
     tree{}.barrier(comm);
     auto const t0 = std::chrono::steady_clock::now();
-    run(static_cast<choice>(e.candidates[e.turn]), comm, data, op);
+    run(static_cast<std::size_t>(e.candidates[e.turn]), comm, data, op);
     if (e.warming) return detail::automatic_race(e, 0, 0, trials, max_trials, min_race_seconds);
     auto const t1 = std::chrono::steady_clock::now();
     std::array<double, 2> agreed{std::chrono::duration<double>(t1 - t0).count(),
@@ -288,23 +263,29 @@ struct automatic {
   /// The predicted time of the algorithm `automatic` would choose: the minimum over candidates.
   template <class F>
   void schedule(int p, std::size_t count, std::size_t element_size, F&& step) const {
-    switch (choose(p, count, element_size, true)) {
-      case choice::tree:
-        return for_each_step(tree{}, p, count, element_size, step);
-      case choice::ring:
-        return for_each_step(ring{}, p, count, element_size, step);
-      case choice::recursive_doubling:
-        return for_each_step(recursive_doubling{}, p, count, element_size, step);
-      case choice::halving_doubling:
-        return for_each_step(halving_doubling{}, p, count, element_size, step);
-      case choice::direct:
-        return for_each_step(direct{}, p, count, element_size, step);
-      case choice::parameter_server:
-        return for_each_step(parameter_server{}, p, count, element_size, step);
-    }
+    visit(index(choose(p, count, element_size, true)), [&]<class Alg>(std::type_identity<Alg>) {
+      for_each_step(Alg{}, p, count, element_size, step);
+    });
   }
 
  private:
+  static constexpr std::size_t size = sizeof...(Algorithms);
+  static constexpr std::array<bool, size> needs_commutative_of = {Algorithms::needs_commutative...};
+  using tuning = detail::automatic_tuning_of<automatic_of>;
+
+  static constexpr std::size_t index(choice c) noexcept { return static_cast<std::size_t>(c); }
+  static constexpr bool usable(std::size_t i, bool commutative) noexcept {
+    return commutative || !needs_commutative_of[i];
+  }
+
+  // Calls `f(std::type_identity<A>{})` for the candidate `A` at position `i`: the type list's
+  // counterpart of a switch over the candidates.
+  template <class F>
+  static void visit(std::size_t i, F&& f) {
+    std::size_t at = 0;
+    (void)((at++ == i && (f(std::type_identity<Algorithms>{}), true)) || ...);
+  }
+
   bool tunes(int p, std::size_t bytes) const { return trials > 0 && p > 1 && bytes > 0; }
 
   static int size_class(std::size_t bytes) {
@@ -319,76 +300,69 @@ struct automatic {
   }
 
   template <class Comm, class T, class Op>
-  static void run(choice c, Comm& comm, std::span<T> data, Op const& op) {
-    switch (c) {
-      case choice::tree:
-        return tree{}.all_reduce(comm, data, op);
-      case choice::ring:
-        if constexpr (enable_commutative<Op>)
-          return ring{}.all_reduce(comm, data, op);
-        else
-          break;  // never chosen nor tried for a non-commutative operator
-      case choice::recursive_doubling:
-        return recursive_doubling{}.all_reduce(comm, data, op);
-      case choice::halving_doubling:
-        return halving_doubling{}.all_reduce(comm, data, op);
-      case choice::direct:
-        return direct{}.all_reduce(comm, data, op);
-      case choice::parameter_server:
-        return parameter_server{}.all_reduce(comm, data, op);
-    }
-  }
-
-  static bool debug_enabled() {
-    static bool const enabled = [] {
-      char const* v = std::getenv("GCL_DEBUG");
-      return v != nullptr && std::strcmp(v, "0") != 0 && v[0] != '\0';
-    }();
-    return enabled;
+  static void run(std::size_t c, Comm& comm, std::span<T> data, Op const& op) {
+    visit(c, [&]<class Alg>(std::type_identity<Alg>) {
+      // A candidate that needs a commutative operator is never chosen nor tried for another.
+      if constexpr (enable_commutative<Op> || !Alg::needs_commutative)
+        Alg{}.all_reduce(comm, data, op);
+    });
   }
 
   // Rank 0 only, once per entry: every candidate's agreed trial times (us) and the winner.
   void log_tuned(int p, std::size_t bytes, std::size_t element_size, bool commutative,
                  detail::automatic_tuning::entry const& e) const {
-    if (!debug_enabled()) return;
+    if (!detail::debug_log_enabled()) return;
     int const sc = size_class(bytes);
-    std::fprintf(stderr,
-                 "gcl: automatic: P=%d bytes=[%zu,%zu) element=%zu%s tuned -> %s (model's pick "
-                 "%s; median [trials] in us, x = dropped:",
-                 p, std::size_t{1} << sc, std::size_t{2} << sc, element_size,
-                 commutative ? "" : " non-commutative",
-                 choice_names[static_cast<std::size_t>(e.chosen)].data(),
-                 choice_names[static_cast<std::size_t>(e.candidates[0])].data());
+    std::string text = detail::log_text(
+        "gcl: automatic: P=%d bytes=[%zu,%zu) element=%zu%s tuned -> %s (model's pick %s; median "
+        "[trials] in us, x = dropped:",
+        p, std::size_t{1} << sc, std::size_t{2} << sc, element_size,
+        commutative ? "" : " non-commutative",
+        choice_names[static_cast<std::size_t>(e.chosen)].data(),
+        choice_names[static_cast<std::size_t>(e.candidates[0])].data());
     for (std::size_t i = 0; i < e.candidates.size(); ++i) {
-      std::fprintf(stderr, " %s%s %.1f [", e.racing[i] ? "" : "x ",
-                   choice_names[static_cast<std::size_t>(e.candidates[i])].data(),
-                   detail::lower_median(e.seconds[i]) * 1e6);
+      text += detail::log_text(" %s%s %.1f [", e.racing[i] ? "" : "x ",
+                               choice_names[static_cast<std::size_t>(e.candidates[i])].data(),
+                               detail::lower_median(e.seconds[i]) * 1e6);
       for (std::size_t j = 0; j < e.seconds[i].size(); ++j)
-        std::fprintf(stderr, "%s%.1f", j ? " " : "", e.seconds[i][j] * 1e6);
-      std::fprintf(stderr, "]");
+        text += detail::log_text("%s%.1f", j ? " " : "", e.seconds[i][j] * 1e6);
+      text += ']';
     }
-    std::fprintf(stderr, ")\n");
+    text += ')';
+    detail::log(log_level::debug, text);
   }
 
-  // Once per (P, size class) per process: ranks on threads share the set, so a decision is
-  // logged once, not P times. The environment is read once.
+  // Once per (P, size class) per process and candidate list: ranks on threads share the set, so
+  // a decision is logged once, not P times. The environment is read once (log.hpp).
   void log_once(int p, std::size_t count, std::size_t element_size, choice c) const {
-    if (!debug_enabled()) return;
+    if (!detail::debug_log_enabled()) return;
     std::size_t const bytes = count * element_size;
-    int const size_class = automatic::size_class(bytes);
+    int const size_class = automatic_of::size_class(bytes);
     static std::mutex mutex;
     static std::set<std::pair<int, int>> logged;
     std::lock_guard lock(mutex);
     if (!logged.emplace(p, size_class).second) return;
     auto const t = predictions(p, count, element_size);
-    std::fprintf(stderr, "gcl: automatic: P=%d bytes=[%zu,%zu) -> %s (predicted us:", p,
-                 bytes == 0 ? 0 : std::size_t{1} << size_class,
-                 bytes == 0 ? 1 : std::size_t{2} << size_class,
-                 choice_names[static_cast<std::size_t>(c)].data());
+    std::string text =
+        detail::log_text("gcl: automatic: P=%d bytes=[%zu,%zu) -> %s (predicted us:", p,
+                         bytes == 0 ? 0 : std::size_t{1} << size_class,
+                         bytes == 0 ? 1 : std::size_t{2} << size_class,
+                         choice_names[static_cast<std::size_t>(c)].data());
     for (std::size_t i = 0; i < t.size(); ++i)
-      std::fprintf(stderr, " %s %.1f", choice_names[i].data(), t[i] * 1e6);
-    std::fprintf(stderr, ")\n");
+      text += detail::log_text(" %s %.1f", choice_names[i].data(), t[i] * 1e6);
+    text += ')';
+    detail::log(log_level::debug, text);
   }
 };
+
+/// gcl's all_reduce algorithms as `automatic_of`'s candidates, in the order that breaks ties:
+/// the default `automatic`. Adding an algorithm here (or to a list of one's own:
+/// `automatic::with<mine>`) is all it takes for automatic to predict and race it.
+///
+///     gcl::all_reduce(comm, v, gcl::sum{}, gcl::automatic{});            // tuned
+///     gcl::all_reduce(comm, v, gcl::sum{}, gcl::automatic{.model = gcl::calibrate(comm)});
+///     gcl::all_reduce(comm, v, gcl::sum{}, gcl::automatic{.trials = 0});  // the model alone
+using automatic =
+    automatic_of<tree, ring, recursive_doubling, halving_doubling, direct, parameter_server>;
 
 }  // namespace gcl

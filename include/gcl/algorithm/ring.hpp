@@ -13,6 +13,7 @@
 #include <string_view>
 
 #include "../communicator.hpp"
+#include "../cost_model.hpp"
 #include "../detail/chunk.hpp"
 #include "../detail/reduce_kernel.hpp"
 
@@ -78,6 +79,27 @@ struct ring {
     for (int i = p; i <= 2 * (p - 1); ++i)
       comm.sendrecv(left, std::span<T const>(chunk(detail::ring_send_chunk(n, i, p, first))), right,
                     chunk(detail::ring_recv_chunk(n, i, p, first)), detail::collective_tag);
+  }
+
+  /// The all_reduce critical path, one `cost_step` per round (see cost_model.hpp): P - 1
+  /// rounds of the largest chunk with its reduction, then P - 1 without; every rank is busy
+  /// in every round.
+  template <class F>
+  void schedule(int p, std::size_t count, std::size_t element_size, F&& step) const {
+    if (p <= 1) return;
+    std::size_t const chunk_elements = detail::chunk_layout{count, p}.max_size();
+    std::size_t const chunk = chunk_elements * element_size, all = static_cast<std::size_t>(p);
+    std::size_t const s = std::max<std::size_t>(segment_bytes / element_size, 1);
+    if (segment_bytes == 0 || s >= chunk_elements) {
+      for (int i = 0; i < p - 1; ++i) step(cost_step{1, chunk, chunk, all});
+      for (int i = 0; i < p - 1; ++i) step(cost_step{1, chunk, 0, all});
+      return;
+    }
+    // Segmented: a step is ceil(chunk / s) messages of s elements back to back, and only the
+    // last segment's reduction is not hidden behind the transfer of the next.
+    std::size_t const segments = (chunk_elements + s - 1) / s, seg = s * element_size;
+    for (int i = 0; i < p - 1; ++i) step(cost_step{segments, seg, seg, all});
+    for (int i = 0; i < p - 1; ++i) step(cost_step{segments, seg, 0, all});
   }
 
   /// Elements per segment: `segment_bytes / sizeof(T)`, at least 1.

@@ -11,7 +11,9 @@
 #include <string_view>
 
 #include "../communicator.hpp"
+#include "../cost_model.hpp"
 #include "../detail/binomial.hpp"
+#include "../detail/binomial_barrier.hpp"
 #include "../detail/reduce_kernel.hpp"
 
 namespace gcl {
@@ -33,6 +35,24 @@ struct tree {
     auto tmp = comm.template scratch<T>(data.size(), 0);
     reduce_phase(comm, data, data, tmp, 0, op);
     broadcast_phase(comm, data, 0);
+  }
+
+  /// The all_reduce critical path, one `cost_step` per round (see cost_model.hpp):
+  /// ceil(log2 P) rounds of one full message up, each with its reduction, then the same down
+  /// without; the root handles one message per level, one after the other. `concurrent` is the
+  /// number of ranks that send at that level.
+  template <class F>
+  static void schedule(int p, std::size_t count, std::size_t element_size, F&& step) {
+    std::size_t const bytes = count * element_size;
+    int const levels = detail::binomial_steps(p);
+    // Level i moves one message from every rel whose lowest set bit is 2^i.
+    auto senders = [p](int i) {
+      std::size_t n = 0;
+      for (int rel = 1; rel < p; ++rel) n += detail::binomial_send_step(rel) == i + 1;
+      return n;
+    };
+    for (int i = 0; i < levels; ++i) step(cost_step{1, bytes, bytes, senders(i)});
+    for (int i = levels - 1; i >= 0; --i) step(cost_step{1, bytes, 0, senders(i)});
   }
 
   /// The combination of every rank's `data` lands in `data` on `root`; other ranks' `data` is
@@ -130,10 +150,7 @@ struct tree {
   /// broadcast. `2 (P - 1)` messages of 0 bytes.
   template <class Comm>
   void barrier(Comm& comm) const {
-    std::span<std::byte> none;
-    auto tmp = comm.template scratch<std::byte>(0, 0);
-    reduce_phase(comm, none, none, tmp, 0, [](std::byte a, std::byte) { return a; });
-    broadcast_phase(comm, none, 0);
+    detail::binomial_barrier(comm);  // the same edges as reduce_phase and broadcast_phase
   }
 
  private:

@@ -38,6 +38,7 @@
 #include "../../detail/call_progress.hpp"
 #include "../../detail/error_text.hpp"
 #include "../../error.hpp"
+#include "../../log.hpp"
 #include "abort_state.hpp"
 #include "options.hpp"
 #include "rendezvous.hpp"
@@ -1352,11 +1353,11 @@ class tcp_impl {
     }
     if (abort_->group) return abort_->abort(what, code);
     // Printed as the error a call would have thrown (its text ends with the errc's meaning).
-    std::fprintf(stderr,
-                 "%s\ngcl: rank %d: this was found after the rank's last call, so no call could "
-                 "report it; ending the process\n",
-                 transport_error(code, what).what(), o_.rank);
-    std::fflush(stderr);
+    detail::log(log_level::error,
+                std::string(transport_error(code, what).what()) + "\ngcl: rank " +
+                    std::to_string(o_.rank) +
+                    ": this was found after the rank's last call, so no call could report it; "
+                    "ending the process");
     std::abort();
   }
 

@@ -9,16 +9,15 @@
 // it would have to make itself) and accepts ranks r+1..P-1. Every step is asynchronous on one
 // io_context, driven by the caller's thread in short slices, so the rendezvous is bounded by
 // the timeout and notices an abort. Anything that does not present the right hello (wrong
-// magic, version, token, size, rank, or nothing at all) is logged to stderr and closed without
-// affecting the job; the accept loop keeps running after the rendezvous, so the same holds for
-// the whole life of the transport.
+// magic, version, token, size, rank, or nothing at all) is logged (log.hpp: a warning, on stderr
+// unless the program set a handler) and closed without affecting the job; the accept loop keeps
+// running after the rendezvous, so the same holds for the whole life of the transport.
 
 #include "asio.hpp"
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <cstdio>
 #include <exception>
 #include <functional>
 #include <memory>
@@ -31,6 +30,7 @@
 
 #include "../../detail/error_text.hpp"
 #include "../../error.hpp"
+#include "../../log.hpp"
 #include "abort_state.hpp"
 #include "interfaces.hpp"
 #include "options.hpp"
@@ -220,8 +220,9 @@ class tcp_rendezvous : public std::enable_shared_from_this<tcp_rendezvous> {
   }
 
   void refuse(tcp::endpoint const& from, std::string const& why) const {
-    std::fprintf(stderr, "%srefused a connection from %s on port %u: %s\n", prefix().c_str(),
-                 endpoint_text(from).c_str(), static_cast<unsigned>(port_), why.c_str());
+    detail::log(log_level::warning, prefix() + "refused a connection from " + endpoint_text(from) +
+                                        " on port " + std::to_string(static_cast<unsigned>(port_)) +
+                                        ": " + why);
   }
 
   void start_accept() {
@@ -244,9 +245,9 @@ class tcp_rendezvous : public std::enable_shared_from_this<tcp_rendezvous> {
   void accept_failed(boost::system::error_code ec) {
     tcp_accept_failures.fetch_add(1, std::memory_order_relaxed);
     if (accept_backoff_.count() == 0)  // once per streak of failures, not once per retry
-      std::fprintf(stderr,
-                   "%scannot accept connections on port %u: %s; retrying every 10 ms to 1 s\n",
-                   prefix().c_str(), static_cast<unsigned>(port_), ec.message().c_str());
+      detail::log(log_level::warning, prefix() + "cannot accept connections on port " +
+                                          std::to_string(static_cast<unsigned>(port_)) + ": " +
+                                          ec.message() + "; retrying every 10 ms to 1 s");
     accept_backoff_ = accept_backoff_.count() == 0
                           ? std::chrono::milliseconds(10)
                           : std::min(accept_backoff_ * 2, std::chrono::milliseconds(1000));
