@@ -1352,7 +1352,7 @@ class tcp_impl {
       code = poison_code_;
     }
     if (abort_->group) return abort_->abort(what, code);
-    // Printed as the error a call would have thrown (its text ends with the errc's meaning).
+    // Logged as the error a call would have thrown (its text ends with the errc's meaning).
     detail::log(log_level::error,
                 std::string(transport_error(code, what).what()) + "\ngcl: rank " +
                     std::to_string(o_.rank) +
