@@ -55,6 +55,14 @@ run_ctest() {  # run_ctest BUILD_DIR EXCLUDE_REGEX: ctest, its output also kept 
   ctest --test-dir "$1" -j "$jobs" --output-on-failure --timeout 600 \
     ${2:+--exclude-regex "$2"} 2>&1 | tee "$1/ctest.log"
 }
+# last_output_of BUILD_DIR TEST: the last 40 lines of what ctest printed for the failed TEST
+# (--output-on-failure puts a test's output after its result line, before the next test's line).
+last_output_of() {
+  awk -v t="$2" '
+    /^ *(Start +[0-9]+|[0-9]+\/[0-9]+ +Test +#[0-9]+):/ { on = 0 }
+    $0 ~ ("Test +#[0-9]+: " t " ") && !/Passed/ { on = 1 }
+    on' "$1/ctest.log" | tail -n 40
+}
 total_passed=0
 total_failed=0
 
@@ -87,6 +95,16 @@ fi
 printf '\n== summary (wall time %d s)\n' $((SECONDS - start))
 printf '%s\n' "${timings[@]}"
 if ((status != 0)); then
+  # Name the failed tests again and repeat the end of each one's output here, so that whoever
+  # sees only the end of this log (a CI page) still sees what failed and how.
+  for dir in "$repo"/build-test "$repo"/build-tsan "$repo"/build-asan; do
+    [[ -f $dir/ctest.log ]] || continue
+    sed -n '/The following tests FAILED:/,$p' "$dir/ctest.log" | grep -E '^\s+[0-9]+ - ' |
+      while read -r _ _ test _; do
+        printf '\n== failed in %s: %s (last lines of its output)\n' "${dir##*/}" "$test"
+        last_output_of "$dir" "$test"
+      done
+  done
   echo "FAILED: see the ctest output above"
 fi
 # One plain line with the totals of all suites, for whoever reads only the last line.
