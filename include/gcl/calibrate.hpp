@@ -24,6 +24,7 @@
 #include "cost_model.hpp"
 #include "detail/binomial_barrier.hpp"
 #include "detail/reduce_kernel.hpp"
+#include "detail/statistics.hpp"
 #include "op.hpp"
 
 namespace gcl {
@@ -36,13 +37,6 @@ struct calibrate_options {
   std::size_t large_bytes = 1 << 22;  ///< ping-pong size for beta, and the reduction for gamma
   int repetitions = 11;               ///< round trips per size; the median is used
 };
-
-namespace detail {
-inline double median(std::vector<double>& v) {
-  std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
-  return v[v.size() / 2];
-}
-}  // namespace detail
 
 /// Measures the model on `comm`, collectively (every rank must call it):
 ///  - alpha, beta, latency: ranks 0 and 1 ping-pong messages of `small_bytes` and
@@ -83,7 +77,7 @@ cost_model calibrate(communicator<Transport>& comm, calibrate_options const& opt
       }
       if (i >= 0) t.push_back(seconds(start));
     }
-    return detail::median(t);
+    return detail::lower_median(t);
   };
   if (p > 1 && me <= 1) {
     double const small = round_trip(opts.small_bytes) / 2, large = round_trip(opts.large_bytes) / 2;
@@ -108,7 +102,7 @@ cost_model calibrate(communicator<Transport>& comm, calibrate_options const& opt
         }
         if (i >= 0) t.push_back(seconds(start));
       }
-      return detail::median(t);
+      return detail::lower_median(t);
     };
     double const one = stream(1), many = stream(burst);
     double const one_way = small - static_cast<double>(opts.small_bytes) * m.beta;
@@ -127,7 +121,7 @@ cost_model calibrate(communicator<Transport>& comm, calibrate_options const& opt
       detail::reduce_into(a.data(), b.data(), n, sum{});
       if (i >= 0) t.push_back(seconds(start));
     }
-    return detail::median(t);
+    return detail::lower_median(t);
   };
   double solo = 0;
   if (me == 0) solo = reduction();

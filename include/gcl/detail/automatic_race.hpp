@@ -9,12 +9,13 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <cstddef>
 #include <map>
 #include <tuple>
 #include <utility>
 #include <vector>
+
+#include "statistics.hpp"
 
 namespace gcl::detail {
 
@@ -48,17 +49,6 @@ struct automatic_tuning {
  private:
   std::map<key, entry>::value_type* last_ = nullptr;  // map nodes never move
 };
-
-// The q-th of the sorted times, q in [0, 1], rounding the index down (`below`) or up: the lower
-// median is (0.5, below), the quartiles of a race (0.25, below) and (0.75, up).
-inline double quantile(std::vector<double> v, double q, bool below = true) {
-  std::sort(v.begin(), v.end());
-  double const at = q * static_cast<double>(v.size() - 1);
-  return v[static_cast<std::size_t>(below ? std::floor(at) : std::ceil(at))];
-}
-inline double lower_median(std::vector<double> const& v) {
-  return quantile(v, 0.5);
-}
 
 // Records one trial call of `e.candidates[e.turn]` that took `seconds`, the race having lasted
 // `elapsed` (both agreed by all ranks). A turn is two calls of its candidate: the first warms up
