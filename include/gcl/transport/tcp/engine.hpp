@@ -3,7 +3,8 @@
 // rank running Boost.Asio for what happens while nobody waits, the caller's own writes and its
 // own reads of the socket it waits on, per-(source, tag) queues, the direct read into a posted
 // receive, early large frames left in the socket for it (park_threshold), bye and abort
-// frames, poisoning. Kept apart so that transport/tcp.hpp stays a short read.
+// frames, poisoning. Kept apart so that transport/tcp.hpp stays a short read; the state it
+// keeps per connection is connection.hpp, its message buffers buffer_pool.hpp.
 
 #include "asio.hpp"
 
@@ -40,6 +41,8 @@
 #include "../../error.hpp"
 #include "../../log.hpp"
 #include "abort_state.hpp"
+#include "buffer_pool.hpp"
+#include "connection.hpp"
 #include "options.hpp"
 #include "rendezvous.hpp"
 #include "wire.hpp"
@@ -47,48 +50,6 @@
 namespace gcl {
 
 namespace detail {
-
-// malloc'ed rather than new[]'ed so that a payload read in pieces can grow with realloc, which
-// for large blocks moves pages (mremap) instead of copying bytes.
-struct tcp_free {
-  void operator()(std::byte* p) const noexcept { std::free(p); }
-};
-
-struct tcp_message {
-  call_info call;
-  std::unique_ptr<std::byte, tcp_free> data;
-  std::size_t size = 0, capacity = 0;  // while it arrives, capacity may be less than size
-};
-
-// One frame waiting to be written. A data frame lives on the sender's stack until `done`; bye
-// and abort frames are owned by the queue. `sent` bytes of it (header, then payload) are out.
-struct tcp_write {
-  std::array<std::byte, frame_header_size> header{};
-  std::span<std::byte const> payload;
-  std::string owned_payload;
-  std::size_t sent = 0;
-  bool owned = false, shutdown_after = false, done = false;
-  boost::system::error_code ec;
-
-  std::size_t size() const noexcept { return header.size() + payload.size(); }
-  // What is left to write, as (pointer, length) pairs; empty ones have length 0.
-  std::array<std::pair<std::byte const*, std::size_t>, 2> rest() const noexcept {
-    if (sent < header.size())
-      return {{{header.data() + sent, header.size() - sent}, {payload.data(), payload.size()}}};
-    auto done_payload = sent - header.size();
-    return {{{payload.data() + done_payload, payload.size() - done_payload}, {nullptr, 0}}};
-  }
-};
-
-// A receive waiting on the receiver's stack for the frame that fills it directly.
-struct tcp_posted_recv {
-  enum state_t : unsigned char { idle, posted, claimed, done, failed };
-  int source;
-  std::uint32_t tg;
-  std::span<std::byte> in;
-  call_info call;
-  state_t st = idle;
-};
 
 // Asio caps each read/write of a composed operation at 64 KiB; large messages go faster with
 // the kernel taking as much as it can per system call.
@@ -109,51 +70,6 @@ inline constexpr std::uint64_t park_threshold = std::uint64_t{64} << 10;
 // is read into a pooled buffer anyway (sends are eager, whatever the caller does next). Long
 // enough for the caller to begin its next collective of back-to-back calls and post the receive.
 inline constexpr std::chrono::milliseconds park_grace{1};
-
-struct tcp_peer {
-  std::optional<tcp::socket> socket;
-  std::string where;  // "rank 3 at 10.0.0.3:41234"
-  // Exactly one writer per socket at any time, so that frames never interleave: `writing`
-  // (under tcp_impl::mutex_) is held either by the I/O thread, which then works through
-  // `writes` (under mutex_ too) until it is empty, or by the caller while send() writes its own
-  // frame on the socket's descriptor. Frames queued while the caller writes wait for it.
-  std::deque<tcp_write*> writes;
-  bool writing = false;
-  // The descriptor the caller writes on: set while the socket is open. fd_mutex keeps the I/O
-  // thread from closing it (and the number from being reused) during the caller's write.
-  std::mutex fd_mutex;
-  int fd = -1;
-  // Reading: exactly one reader per socket at any time, as for writing. `reading` (under
-  // mutex_) is held by the I/O thread when the socket becomes readable, or by the caller while
-  // it waits in recv() for this peer and reads the socket itself (no thread hop on the path of
-  // a message the caller is waiting for). The holder advances the frame being read through
-  // `stage`; the fields below belong to the holder.
-  enum class rx_stage : unsigned char {
-    header,   // rx_header_got bytes of the next frame's header are in rx_header
-    placing,  // rx holds a data frame's header whose payload must go somewhere now (no parking)
-    payload,  // rx_received of rx.length payload bytes are in (rx_direct: in the posted receive)
-    parked,   // rx is a data frame's header whose payload stays in the socket: nothing
-              // reads it until the frame's receive is posted or it is drained (park_threshold)
-    stopped,  // ended, failed or refused: nothing more is read
-  };
-  rx_stage stage = rx_stage::header;
-  bool reading = false;
-  // Under mutex_: an async_wait for readability is pending (wait_armed). `recheck`: something
-  // that may need a read happened while another thread held `reading`, so the holder reads once
-  // more before letting go.
-  bool wait_armed = false, recheck = false;
-  std::array<std::byte, frame_header_size> rx_header{};
-  std::size_t rx_header_got = 0;
-  frame_header rx;
-  tcp_message rx_message;        // a payload being queued; rx_received of its bytes have arrived
-  std::byte* rx_into = nullptr;  // with rx_direct: the posted receive's buffer
-  std::size_t rx_received = 0;
-  bool finished = false;   // said bye: its EOF is expected and nothing more will come
-  call_info last_call;     // its last collective, as its bye says (sequence 0: none)
-  bool ended = false;      // its connection is closed or failed: nothing more will come
-  bool rx_direct = false;  // the payload being read goes straight into the posted receive
-  rank_status status;      // its answer to the last status query
-};
 
 class tcp_impl {
  public:
@@ -247,7 +163,7 @@ class tcp_impl {
     std::unique_lock lock(mutex_);
     throw_if_unusable(lock, "send to", peer);
     if (peer == o_.rank) {
-      auto m = take_buffer(out.size());
+      auto m = pool_.take(out.size());
       m.call = call_;
       if (!out.empty()) std::memcpy(m.data.get(), out.data(), out.size());
       inbox_[key(peer, tg)].push_back(std::move(m));
@@ -366,7 +282,7 @@ class tcp_impl {
           lock.unlock();
           if (!in.empty()) std::memcpy(in.data(), m.data.get(), in.size());
           lock.lock();
-          give_buffer(std::move(m));
+          pool_.give(std::move(m));
           return;
         }
         if (peer != o_.rank && peers_[peer].finished) {
@@ -688,32 +604,6 @@ class tcp_impl {
       --owned_writes_;
       notify();
     });
-  }
-
-  tcp_message take_buffer(std::size_t n) {
-    tcp_message m;
-    for (auto it = pool_.begin(); it != pool_.end(); ++it)
-      if (it->capacity >= n) {
-        m = std::move(*it);
-        pool_.erase(it);
-        break;
-      }
-    grow_buffer(m, n);
-    m.size = n;
-    return m;
-  }
-  // Not zeroed: every byte is overwritten before it is read.
-  static void grow_buffer(tcp_message& m, std::size_t capacity) {
-    if (capacity <= m.capacity) return;
-    auto* p = static_cast<std::byte*>(std::realloc(m.data.get(), capacity));
-    if (p == nullptr) throw std::bad_alloc();
-    (void)m.data.release();
-    m.data.reset(p);
-    m.capacity = capacity;
-  }
-  void give_buffer(tcp_message m) {
-    // A small pool: enough for steady-state collectives, not a hoard of huge buffers.
-    if (pool_.size() < 16 && m.capacity <= (std::size_t{64} << 20)) pool_.push_back(std::move(m));
   }
 
   // ---- I/O thread ----
@@ -1112,7 +1002,7 @@ class tcp_impl {
       } else {
         // At most receive_step now; more as the bytes arrive (grow_rx_message): a header's
         // length is only a claim.
-        p.rx_message = take_buffer(
+        p.rx_message = pool_.take(
             static_cast<std::size_t>(std::min<std::uint64_t>(p.rx.length, receive_step)));
         p.rx_message.size = static_cast<std::size_t>(p.rx.length);
         p.rx_message.call = p.rx.call;
@@ -1175,7 +1065,7 @@ class tcp_impl {
     auto& p = peers_[r];
     auto& m = p.rx_message;
     try {
-      grow_buffer(m, std::min(m.size, p.rx_received + receive_step));
+      grow(m, std::min(m.size, p.rx_received + receive_step));
       return true;
     } catch (std::bad_alloc const&) {
       std::lock_guard lock(mutex_);
@@ -1380,7 +1270,7 @@ class tcp_impl {
   std::condition_variable changed_;
   std::atomic<std::uint32_t> events_{0};  // notify()s so far, for a caller that polls (await)
   std::unordered_map<std::uint64_t, std::deque<tcp_message>> inbox_;
-  std::vector<tcp_message> pool_;
+  tcp_buffer_pool pool_;
   tcp_posted_recv* posted_ = nullptr;  // at most one: recv blocks its only caller
   int parked_count_ = 0;               // peers whose connection is parked
   bool caller_sleeping_ = false;       // the caller sleeps on changed_ (sleep_until)
