@@ -22,7 +22,12 @@
 /// bench::time_calls. Rank 0 takes, per call, the slowest rank's time and reports the median
 /// over calls, and the slowest rank's total over the number of calls (the mean).
 
+#include <gcl/algorithm/automatic.hpp>
+#include <gcl/algorithm/by_size.hpp>
 #include <gcl/algorithm/direct.hpp>
+#include <gcl/algorithm/halving_doubling.hpp>
+#include <gcl/algorithm/parameter_server.hpp>
+#include <gcl/algorithm/recursive_doubling.hpp>
 #include <gcl/algorithm/ring.hpp>
 #include <gcl/algorithm/tree.hpp>
 #include <gcl/collective/all_gather.hpp>
@@ -35,28 +40,6 @@
 #include <gcl/op.hpp>
 #include <gcl/spawn.hpp>
 #include <gcl/transport/inproc.hpp>
-
-// The algorithms of h5's family, as they land.
-#if __has_include(<gcl/algorithm/parameter_server.hpp>)
-#include <gcl/algorithm/parameter_server.hpp>
-#define GCL_BENCH_HAS_PS 1
-#endif
-#if __has_include(<gcl/algorithm/recursive_doubling.hpp>)
-#include <gcl/algorithm/recursive_doubling.hpp>
-#define GCL_BENCH_HAS_RD 1
-#endif
-#if __has_include(<gcl/algorithm/halving_doubling.hpp>)
-#include <gcl/algorithm/halving_doubling.hpp>
-#define GCL_BENCH_HAS_HD 1
-#endif
-#if __has_include(<gcl/algorithm/automatic.hpp>)
-#include <gcl/algorithm/automatic.hpp>
-#define GCL_BENCH_HAS_AUTO 1
-#endif
-#if __has_include(<gcl/algorithm/by_size.hpp>)
-#include <gcl/algorithm/by_size.hpp>
-#define GCL_BENCH_HAS_BY_SIZE 1
-#endif
 
 #if GCL_BENCH_TCP
 #include <gcl/transport/tcp.hpp>
@@ -77,28 +60,9 @@
 namespace bench {
 
 /// Every algorithm the `--algorithm` option knows, in the order `--help` lists them.
-using algorithm_list = std::tuple<gcl::tree, gcl::ring, gcl::direct
-#ifdef GCL_BENCH_HAS_PS
-                                  ,
-                                  gcl::parameter_server
-#endif
-#ifdef GCL_BENCH_HAS_RD
-                                  ,
-                                  gcl::recursive_doubling
-#endif
-#ifdef GCL_BENCH_HAS_HD
-                                  ,
-                                  gcl::halving_doubling
-#endif
-#ifdef GCL_BENCH_HAS_AUTO
-                                  ,
-                                  gcl::automatic
-#endif
-#ifdef GCL_BENCH_HAS_BY_SIZE
-                                  ,
-                                  gcl::by_size
-#endif
-                                  >;
+using algorithm_list =
+    std::tuple<gcl::tree, gcl::ring, gcl::direct, gcl::parameter_server, gcl::recursive_doubling,
+               gcl::halving_doubling, gcl::automatic, gcl::by_size>;
 
 /// "tree, ring, direct, ..." — the names `--algorithm` accepts.
 inline std::string algorithm_names() {
