@@ -12,8 +12,10 @@
 #include <gcl/transport/tcp.hpp>
 #endif
 
+#include <atomic>
 #include <chrono>
 #include <string>
+#include <thread>
 #include <vector>
 
 using namespace std::chrono_literals;
@@ -113,18 +115,34 @@ void one_rank_calls_one_more_collective(int p) {
   BOOST_TEST(contains(e.what(), "ended its job after collective #1"), e.what());
 }
 
-// Rank `stuck` blocks on a point-to-point receive nobody answers instead of entering the second
-// all_reduce; the others time out in it and must name rank `stuck`.
+// Rank `stuck` is busy elsewhere (outside any gcl call) instead of entering the second
+// all_reduce; the others time out in it and must name rank `stuck`. It stays busy until another
+// rank has failed, not for a fixed time: were it itself waiting on something with the same
+// timeout (a receive nobody answers), its own error could come first on a loaded machine and be
+// the one reported; were it busy for a fixed time, a slow enough machine could let it join the
+// call and the job succeed.
 template <class Transport>
 void a_held_up_collective_names_the_rank(int p, int stuck) {
-  auto e = run_expecting_error<Transport>(p, 1500ms, [stuck](auto& comm) {
+  std::atomic<bool> another_failed{false};
+  auto e = run_expecting_error<Transport>(p, 1500ms, [stuck, &another_failed](auto& comm) {
     std::vector<int> v(8, 1);
     gcl::all_reduce(comm, v, gcl::sum{});
     if (comm.rank() == stuck) {
+      for (auto until = std::chrono::steady_clock::now() + 120s;
+           !another_failed.load() && std::chrono::steady_clock::now() < until;)
+        std::this_thread::sleep_for(10ms);
+      // Then waits where only the job's abort (spawn's, after that failure) ends it: returning
+      // now would end its transport, which a peer still in the call could report first.
       int x = 0;
       comm.recv((stuck + 1) % comm.size(), x, gcl::tag{5});  // never sent
+      return;
     }
-    gcl::all_reduce(comm, v, gcl::sum{});
+    try {
+      gcl::all_reduce(comm, v, gcl::sum{});
+    } catch (...) {
+      another_failed = true;
+      throw;
+    }
   });
   BOOST_TEST((e.code() == gcl::errc::timeout), e.what());
   BOOST_TEST(contains(e.what(), "rank " + std::to_string(stuck) + " has not started all_reduce #2"),
