@@ -34,6 +34,8 @@
 #include <utility>
 #include <vector>
 
+#include "support/capture_stderr.hpp"
+
 namespace {
 
 // What the test's handler received. Handlers are plain functions, so the record is global; a
@@ -58,23 +60,7 @@ struct recording {
   ~recording() { gcl::set_log_handler(previous); }
 };
 
-// What `f` writes to stderr (file descriptor 2).
-template <class F>
-std::string capture_stderr(F f) {
-  std::string const path = "log_capture_" + std::to_string(::getpid()) + ".log";
-  std::fflush(stderr);
-  int const saved = ::dup(2);
-  BOOST_REQUIRE(std::freopen(path.c_str(), "w", stderr) != nullptr);
-  f();
-  std::fflush(stderr);
-  ::dup2(saved, 2);
-  ::close(saved);
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  std::remove(path.c_str());
-  return text.str();
-}
+using gcl_test::capture_stderr;
 
 }  // namespace
 

@@ -20,28 +20,12 @@
 #include <string_view>
 #include <vector>
 
+#include "../support/capture_stderr.hpp"
 #include "accounting.hpp"
 
 using namespace accounting;
 using choice = gcl::automatic::choice;
-
-// What `f` writes to stderr.
-template <class F>
-std::string capture_stderr(F f) {
-  std::string const path = "automatic_capture_" + std::to_string(::getpid()) + ".log";
-  std::fflush(stderr);
-  int const saved = ::dup(2);
-  BOOST_REQUIRE(std::freopen(path.c_str(), "w", stderr) != nullptr);
-  f();
-  std::fflush(stderr);
-  ::dup2(saved, 2);
-  ::close(saved);
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  std::remove(path.c_str());
-  return text.str();
-}
+using gcl_test::capture_stderr;
 
 // First in the file: GCL_DEBUG is read once, at the first decision of the process.
 BOOST_AUTO_TEST_CASE(gcl_debug_logs_each_decision_once_per_size_class) {
