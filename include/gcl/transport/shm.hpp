@@ -1,0 +1,147 @@
+#pragma once
+/// \file
+/// `shm_transport`: ranks are processes of one host, exchanging messages through shared
+/// memory.
+///
+/// Rank 0 creates one memfd segment per job (anonymous memory, not a file in /dev/shm: the
+/// size of /dev/shm does not limit it, and it vanishes with the last process that maps it,
+/// even after SIGKILL) and hands it to the other ranks over a Unix socket in the abstract
+/// namespace named from the job token (shm/rendezvous.hpp). Every ordered pair of ranks has a
+/// single-producer single-consumer ring in it (shm/ring.hpp): a message is a header (tag, size,
+/// the sender's `call_info`) and its payload, streamed through the ring as room frees up. A
+/// message of at least `offer_bytes` is instead offered: the receiver copies it straight out of
+/// the sender's buffer with process_vm_readv (one copy), where the kernel allows it (checked
+/// at setup, per pair). A blocked call drains every ring to it into per-(source, tag) queues,
+/// polls for `spin`, then sleeps on its rank's futex in the segment; every wait is bounded by
+/// `timeout`, a peer whose process is gone is noticed by the hang-up of the socket this rank
+/// keeps to it (within 20 ms of sleep) and named, and the first error a rank meets is written
+/// into the segment so that every rank stops with it. See doc/shm.md.
+
+#include <memory>
+#include <random>
+#include <span>
+#include <string>
+#include <utility>
+
+#include "../call_info.hpp"
+#include "../error.hpp"
+#include "../transport_hints.hpp"
+#include "shm/engine.hpp"
+#include "shm/options.hpp"
+
+namespace gcl {
+
+/// A rank of a job whose ranks are processes of this host. Construct it from options (it
+/// blocks until every rank has joined, bounded by `timeout`), or let `gcl::spawn` run n ranks
+/// as threads of this process over one segment (tests):
+///
+///     gcl::communicator comm(gcl::shm_transport(gcl::shm_options::from_env()));
+///     gcl::spawn<gcl::shm_transport>(4, [](auto& comm) { /* ... */ });
+class shm_transport {
+ public:
+  using options = shm_options;
+  /// Between processes of one host messages cost about what they cost between threads: the
+  /// thresholds of inproc (not measured for shm yet).
+  static constexpr all_reduce_thresholds default_all_reduce{.recursive_doubling_below = 16 * 1024,
+                                                            .ring_from = 256 * 1024};
+
+  /// Joins the job described by `o` (rendezvous through rank 0).
+  explicit shm_transport(shm_options const& o)
+      : impl_(std::make_unique<detail::shm_impl>(check(o), nullptr)) {}
+
+  /// n ranks as threads of this process, each with the transport a process would have (the
+  /// same rendezvous, segment and rings), under a random token of the group's own.
+  ///
+  ///     gcl::shm_transport::group g(4, {.timeout = std::chrono::seconds{5}});
+  ///     // on thread r:  gcl::communicator comm(g.connect(r));
+  class group {
+   public:
+    explicit group(int size, shm_options opts = {})
+        : opts_(std::move(opts)), state_(std::make_shared<detail::shm_group_state>()) {
+      if (size < 1)
+        throw usage_error("gcl: a group needs at least one rank, got " + std::to_string(size));
+      opts_.size = size;
+      if (opts_.token.empty()) {
+        std::random_device rd;  // getrandom on Linux
+        opts_.token = "gcl-group:";
+        for (int i = 0; i < 4; ++i) {  // 128 bits
+          auto word = static_cast<std::uint32_t>(rd());
+          for (int b = 0; b < 8; ++b, word >>= 4) opts_.token += "0123456789abcdef"[word & 0xf];
+        }
+        opts_.token_source = "random";
+      }
+    }
+    int size() const noexcept { return opts_.size; }
+    shm_options const& options() const noexcept { return opts_; }
+    /// Rank `rank`'s endpoint; blocks until the whole group has joined.
+    shm_transport connect(int rank) const {
+      if (rank < 0 || rank >= opts_.size)
+        throw usage_error("gcl: shm connect: rank " + std::to_string(rank) +
+                          " is out of range for a group of " + std::to_string(opts_.size));
+      auto o = opts_;
+      o.rank = rank;
+      return shm_transport(check(o), state_);
+    }
+    /// Releases every blocked call of every rank with `errc::aborted`, now and from now on.
+    void abort(std::string const& reason) { state_->abort(reason); }
+    /// The error that ended the group, if one did.
+    std::exception_ptr failure() const {
+      if (!state_->aborted.load()) return nullptr;
+      std::lock_guard lock(state_->mutex);
+      return std::make_exception_ptr(transport_error(state_->code, "gcl: " + state_->reason));
+    }
+
+   private:
+    shm_options opts_;
+    std::shared_ptr<detail::shm_group_state> state_;
+  };
+
+  int rank() const noexcept { return impl_->rank(); }
+  int size() const noexcept { return impl_->size(); }
+  /// The options this rank was formed with.
+  shm_options const& config() const noexcept { return impl_->options(); }
+  /// Whether large messages from `peer` are copied once, straight from its memory
+  /// (process_vm_readv allowed), rather than streamed through the ring.
+  bool copies_once_from(int peer) const noexcept { return impl_->copies_once_from(peer); }
+
+  /// Which call the following messages belong to; carried in every message header and compared
+  /// by the receiver, which throws `errc::mismatch` naming both sides.
+  void set_call(call_info const& c) { impl_->set_call(c); }
+
+  /// Eager: returns once `out` is in the ring, or copied by the receiver (a large message);
+  /// waits only for room, which any call of the receiver makes.
+  void send(int peer, tag tg, std::span<std::byte const> out) { impl_->send(peer, tg, out); }
+
+  /// Blocks until exactly `in.size()` bytes from `peer` with `tg` are in `in`.
+  void recv(int peer, tag tg, std::span<std::byte> in) { impl_->recv(peer, tg, in); }
+
+  /// `send` then `recv`, with the receive posted first (the message lands straight in `in`).
+  void sendrecv(int dst, tag send_tag, std::span<std::byte const> out, int src, tag recv_tag,
+                std::span<std::byte> in) {
+    impl_->sendrecv(dst, send_tag, out, src, recv_tag, in);
+  }
+
+  shm_transport(shm_transport&&) noexcept = default;
+  shm_transport& operator=(shm_transport&&) noexcept = default;
+
+ private:
+  shm_transport(shm_options const& o, std::shared_ptr<detail::shm_group_state> state)
+      : impl_(std::make_unique<detail::shm_impl>(o, std::move(state))) {}
+  static shm_options const& check(shm_options const& o) {
+    if (o.size < 1 || o.rank < 0 || o.rank >= o.size)
+      throw usage_error("gcl: shm_options: rank " + std::to_string(o.rank) +
+                        " is out of range for a job of size " + std::to_string(o.size));
+    if (o.size > 1 && o.token.empty())
+      throw usage_error(
+          "gcl: shm_options: token is empty; the ranks of a job find each other by it (set "
+          "GCL_TOKEN), or use shm_transport::group for a job of threads");
+    if (o.timeout.count() <= 0) throw usage_error("gcl: shm_options: timeout must be positive");
+    if (o.ring_size() < 4096)
+      throw usage_error("gcl: shm_options: ring_bytes must be at least 4096, got " +
+                        std::to_string(o.ring_size()));
+    return o;
+  }
+  std::unique_ptr<detail::shm_impl> impl_;
+};
+
+}  // namespace gcl

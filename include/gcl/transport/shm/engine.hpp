@@ -1,0 +1,767 @@
+#pragma once
+// The engine of shm_transport (see transport/shm.hpp for what it promises): the rings it
+// writes and drains, the offers of large messages, the per-(source, tag) queues, the wait
+// (poll, then sleep on the rank's futex), the job's abort state, and how a dead, departed or
+// stopped peer is noticed and named.
+//
+// No thread of its own: whenever this rank waits for anything (a message, room in a ring, an
+// offer taken), it drains every ring to it into its queues and copies every offer made to it,
+// so a sender never waits for this rank to post the matching receive, only for it to be inside
+// any call of the transport (doc/shm.md, "Eager sends").
+
+#include <sys/uio.h>
+#include <poll.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <deque>
+#include <exception>
+#include <fstream>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "../../call_info.hpp"
+#include "../../detail/call_progress.hpp"
+#include "../../detail/error_text.hpp"
+#include "../../error.hpp"
+#include "futex.hpp"
+#include "options.hpp"
+#include "rendezvous.hpp"
+#include "ring.hpp"
+#include "segment.hpp"
+
+namespace gcl::detail {
+
+// What the ranks of one `shm_transport::group` (threads of this process) share to stop
+// together: a flag, the first reason, and the transports to wake when it is raised.
+struct shm_group_state {
+  std::atomic<bool> aborted{false};
+  std::mutex mutex;
+  std::string reason;
+  errc code = errc::aborted;
+  std::vector<std::pair<void const*, std::function<void()>>> members;
+
+  void abort(std::string const& why, errc c = errc::aborted) {
+    std::lock_guard lock(mutex);
+    if (aborted.load()) return;
+    reason = why;
+    code = c;
+    aborted.store(true, std::memory_order_release);
+    for (auto& m : members) m.second();
+  }
+};
+
+// A message taken out of its ring before its receive was posted.
+struct shm_entry {
+  tag tg{};
+  call_info call;
+  std::vector<std::byte> data;
+  bool complete = false;
+  bool lost = false;  // an offer its sender withdrew (the sender was failing)
+};
+
+// The message being read out of one source's ring.
+struct shm_incoming {
+  std::uint64_t tail = 0;  // this rank's copy of the ring's tail
+  bool active = false;     // a header has been read, its payload not yet all
+  shm_message header;
+  std::uint64_t got = 0;
+  std::byte* destination = nullptr;
+  shm_entry* entry = nullptr;  // null: straight into the posted receive
+};
+
+// The receive this rank is blocked in, which a message may fill straight from the ring.
+struct shm_posted {
+  int source = -1;
+  tag tg{};
+  std::span<std::byte> in;
+  call_info call;
+  bool started = false;
+  bool done = false;
+  bool lost = false;
+};
+
+class shm_impl {
+ public:
+  using clock = std::chrono::steady_clock;
+
+  shm_impl(shm_options o, std::shared_ptr<shm_group_state> group)
+      : o_(std::move(o)), group_(std::move(group)), prefix_(rank_prefix(o_.rank)) {
+    if (group_) {
+      std::lock_guard lock(group_->mutex);
+      group_->members.emplace_back(this, [this] { ring_bell(o_.rank, true); });
+    }
+    try {
+      start();
+    } catch (...) {
+      leave_group();
+      throw;
+    }
+  }
+  shm_impl(shm_impl const&) = delete;
+  shm_impl& operator=(shm_impl const&) = delete;
+  ~shm_impl() {
+    end();
+    leave_group();
+  }
+
+  int rank() const noexcept { return o_.rank; }
+  int size() const noexcept { return o_.size; }
+  shm_options const& options() const noexcept { return o_; }
+  // Whether messages from `peer` of at least offer_bytes are copied once (cross-memory attach).
+  bool copies_once_from(int peer) const noexcept {
+    return seg_.pair(peer, o_.rank).pull_ok.load(std::memory_order_relaxed) != 0;
+  }
+
+  void set_call(call_info const& c) {
+    guarded("set_call", -1, [&] {
+      call_ = c;
+      progress_.set(c);
+      auto& me = seg_.rank(o_.rank);
+      if (c.kind != call_kind::point_to_point) {
+        me.call.store(c);
+        me.started.store(c.sequence, std::memory_order_relaxed);
+        me.in_call.store(1, std::memory_order_release);
+        check_arrivals();
+      } else {
+        me.in_call.store(0, std::memory_order_release);
+      }
+    });
+  }
+
+  void send(int peer, tag tg, std::span<std::byte const> out) {
+    guarded("send to", peer, [&] {
+      if (post(peer, tg, out)) finish_offer(peer, tg, out.size());
+    });
+  }
+
+  void recv(int peer, tag tg, std::span<std::byte> in) {
+    guarded("recv from", peer, [&] { receive(peer, tg, in, false); });
+  }
+
+  // The receive is posted before the send, so that the incoming message lands straight in `in`
+  // while this rank writes its own, and a large outgoing message is copied by its receiver
+  // while this rank receives.
+  void sendrecv(int dst, tag send_tag, std::span<std::byte const> out, int src, tag recv_tag,
+                std::span<std::byte> in) {
+    guarded("send to", dst, [&] {
+      bool const posted = first_entry(src, recv_tag) == nullptr;
+      if (posted) posted_ = {src, recv_tag, in, call_, false, false, false};
+      bool offered = false;
+      try {
+        offered = post(dst, send_tag, out);
+        receive(src, recv_tag, in, posted);
+      } catch (...) {
+        posted_.source = -1;
+        if (offered) withdraw(dst);
+        throw;
+      }
+      if (offered) finish_offer(dst, send_tag, out.size());
+    });
+  }
+
+ private:
+  // ---- setup and teardown -------------------------------------------------------------------
+
+  void start() {
+    auto const deadline = clock::now() + o_.timeout;
+    shm_rendezvous rv(o_, deadline);
+    auto joined = o_.rank == 0 ? rv.lead(seg_) : rv.join();
+    unique_fd segment_fd(joined.segment_fd);
+    if (o_.rank != 0) seg_.join(segment_fd.get(), o_.size, prefix_);
+    segment_fd.reset();  // the mapping keeps the memory; nothing names it any more
+    peers_ = std::move(joined.peers);
+    mapped_ = true;
+    incoming_.resize(static_cast<std::size_t>(o_.size));
+    queues_.resize(static_cast<std::size_t>(o_.size));
+    heads_.assign(static_cast<std::size_t>(o_.size), 0);
+    ring_ = seg_.ring_bytes();
+
+    auto& me = seg_.rank(o_.rank);
+    probe_ = shm_magic ^ static_cast<std::uint64_t>(o_.rank);
+    me.pid.store(static_cast<std::int32_t>(::getpid()), std::memory_order_relaxed);
+    me.probe_address.store(reinterpret_cast<std::uintptr_t>(&probe_), std::memory_order_relaxed);
+    barrier(1, deadline);
+    // Which peers' memory this rank can read: where it can, their large messages are copied
+    // once, straight from their buffers (the kernel may forbid it: ptrace rules, seccomp).
+    for (int s = 0; s < o_.size; ++s)
+      seg_.pair(s, o_.rank).pull_ok.store(can_read(s) ? 1 : 0, std::memory_order_relaxed);
+    barrier(2, deadline);
+  }
+
+  // Every rank has reached this point of the setup (the n-th time).
+  void barrier(unsigned n, clock::time_point deadline) {
+    auto& ready = seg_.header().ready;
+    ready.fetch_add(1, std::memory_order_acq_rel);
+    for (int r = 0; r < o_.size; ++r) ring_bell(r, false);
+    auto const want = n * static_cast<unsigned>(o_.size);
+    auto done = [&] { return ready.load(std::memory_order_acquire) >= want; };
+    if (!await(done, -1, deadline, false))
+      throw transport_error(errc::timeout, prefix_ + "the shm job's setup timed out after " +
+                                               format_duration(o_.timeout) + ": " +
+                                               stall_text());
+  }
+
+  bool can_read(int s) const {
+    if (!o_.cross_memory_attach) return false;
+    auto const& peer = seg_.rank(s);
+    auto const pid = peer.pid.load(std::memory_order_relaxed);
+    if (pid == ::getpid()) return true;  // a thread of this process: a plain memcpy
+    std::uint64_t value = 0;
+    iovec local{&value, sizeof value};
+    iovec remote{reinterpret_cast<void*>(peer.probe_address.load(std::memory_order_relaxed)),
+                 sizeof value};
+    return ::process_vm_readv(pid, &local, 1, &remote, 1, 0) == static_cast<ssize_t>(sizeof value) &&
+           value == (shm_magic ^ static_cast<std::uint64_t>(s));
+  }
+
+  // This rank's job is over: the others learn it (a clean end, or a failure), so that a peer
+  // waiting for it is told so rather than that it died; then its sockets close.
+  void end() noexcept {
+    if (!mapped_) return;
+    bool const failing = poisoned_ || std::uncaught_exceptions() > 0;
+    auto& me = seg_.rank(o_.rank);
+    me.in_call.store(0, std::memory_order_relaxed);
+    me.ended.store(failing ? 2 : 1, std::memory_order_release);
+    for (int r = 0; r < o_.size; ++r)
+      if (r != o_.rank) ring_bell(r, true);
+    peers_.clear();
+    mapped_ = false;
+  }
+
+  void leave_group() noexcept {
+    if (!group_) return;
+    std::lock_guard lock(group_->mutex);
+    std::erase_if(group_->members, [this](auto const& m) { return m.first == this; });
+  }
+
+  // ---- sending -----------------------------------------------------------------------------
+
+  // Writes `out` to `peer`'s ring, or an offer of it for a large message when the peer can read
+  // this process's memory. Returns whether it offered (then finish_offer or withdraw).
+  bool post(int peer, tag tg, std::span<std::byte const> out) {
+    auto& pb = seg_.pair(o_.rank, peer);
+    bool const offer = out.size() >= o_.offer_bytes && !out.empty() &&
+                       pb.pull_ok.load(std::memory_order_relaxed) != 0;
+    shm_message h;
+    h.tg = static_cast<std::uint32_t>(tg);
+    h.offer = offer ? 1 : 0;
+    h.size = out.size();
+    h.address = offer ? reinterpret_cast<std::uintptr_t>(out.data()) : 0;
+    h.call = call_;
+    if (offer) pb.offer_state.store(offer_posted, std::memory_order_relaxed);
+    write(peer, tg, &h, sizeof h, true, out.size());
+    if (!offer) write(peer, tg, out.data(), out.size(), false, out.size());
+    return offer;
+  }
+
+  // Copies n bytes into the ring to `peer`, as much at a time as it has room for (`whole`: all
+  // at once, for a header), waiting for room in between.
+  void write(int peer, tag tg, void const* from, std::size_t n, bool whole, std::size_t message) {
+    auto& pb = seg_.pair(o_.rank, peer);
+    auto* ring = seg_.ring(o_.rank, peer);
+    auto& head = heads_[static_cast<std::size_t>(peer)];
+    auto const* src = static_cast<std::byte const*>(from);
+    while (n > 0) {
+      auto room = [&] { return ring_ - (head - pb.tail.load(std::memory_order_acquire)); };
+      if (room() == 0 || (whole && room() < n)) {
+        auto enough = [&] { return room() >= (whole ? n : 1); };
+        wait(enough, peer, "send to", tg, message);
+        continue;
+      }
+      auto const m = whole ? n : std::min<std::size_t>(n, room());
+      ring_put(ring, ring_, head, src, m);
+      head += m;
+      src += m;
+      n -= m;
+      pb.head.store(head, std::memory_order_release);
+      ring_bell(peer, false);
+    }
+  }
+
+  // Waits until `peer` has copied the offered message, then the sender's buffer is free.
+  void finish_offer(int peer, tag tg, std::size_t bytes) {
+    auto& pb = seg_.pair(o_.rank, peer);
+    auto taken = [&] { return pb.offer_state.load(std::memory_order_acquire) == offer_done; };
+    try {
+      if (!taken()) wait(taken, peer, "send to", tg, bytes);
+    } catch (...) {
+      withdraw(peer);
+      throw;
+    }
+    pb.offer_state.store(offer_idle, std::memory_order_relaxed);
+  }
+
+  // The call is failing with an offer out: after this, `peer` no longer reads the buffer.
+  void withdraw(int peer) noexcept {
+    auto& pb = seg_.pair(o_.rank, peer);
+    auto st = static_cast<std::uint32_t>(offer_posted);
+    if (pb.offer_state.compare_exchange_strong(st, offer_withdrawn, std::memory_order_acq_rel))
+      return;
+    // Being copied: that copy ends, unless the copier dies, which its hang-up shows.
+    auto const give_up = clock::now() + o_.timeout;
+    while (pb.offer_state.load(std::memory_order_acquire) == offer_copying &&
+           clock::now() < give_up && !hung_up(peer))
+      std::this_thread::sleep_for(std::chrono::microseconds{50});
+  }
+
+  // ---- receiving ---------------------------------------------------------------------------
+
+  // Takes the oldest message from (peer, tg) into `in`. `posted`: posted_ is already set for
+  // it (sendrecv).
+  void receive(int peer, tag tg, std::span<std::byte> in, bool posted) {
+    struct unpost {
+      shm_posted& p;
+      ~unpost() { p.source = -1; }
+    } reset{posted_};
+    if (!posted) {
+      progress();
+      if (auto* e = first_entry(peer, tg)) {
+        posted_.source = -1;
+        return take(*e, peer, tg, in);
+      }
+      posted_ = {peer, tg, in, call_, false, false, false};
+    }
+    auto ready = [&] { return posted_.done || (!posted_.started && first_entry(peer, tg)); };
+    if (!ready()) wait(ready, peer, "recv from", tg, in.size());
+    if (posted_.done) {
+      if (posted_.lost) throw_aborted("recv from", peer);
+      return;
+    }
+    posted_.source = -1;
+    take(*first_entry(peer, tg), peer, tg, in);
+  }
+
+  shm_entry* first_entry(int peer, tag tg) const {
+    for (auto const& e : queues_[static_cast<std::size_t>(peer)])
+      if (e->tg == tg) return e.get();
+    return nullptr;
+  }
+
+  // Copies a queued message into `in` once it has all arrived; one of another size or call is
+  // left where it is and reported, naming both sides.
+  void take(shm_entry& e, int peer, tag tg, std::span<std::byte> in) {
+    if (!e.complete) {
+      auto complete = [&] { return e.complete; };
+      wait(complete, peer, "recv from", tg, in.size());
+    }
+    if (e.lost) throw_aborted("recv from", peer);
+    if (e.data.size() != in.size() || !(e.call == call_)) {
+      auto v = progress_.check(e.call);
+      if (v == call_progress::verdict::conflict || v == call_progress::verdict::stale)
+        fail(errc::mismatch, progress_.disagreement(o_.rank, peer, e.call));
+      throw transport_error(
+          errc::mismatch, prefix_ + "expected " + std::to_string(in.size()) + " bytes for " +
+                              describe(call_) + " from rank " + std::to_string(peer) + " (" +
+                              tag_text(tg) + "), but rank " + std::to_string(peer) + " sent " +
+                              std::to_string(e.data.size()) + " bytes for " + describe(e.call));
+    }
+    if (!in.empty()) std::memcpy(in.data(), e.data.data(), in.size());
+    auto& q = queues_[static_cast<std::size_t>(peer)];
+    q.erase(std::find_if(q.begin(), q.end(), [&](auto const& p) { return p.get() == &e; }));
+  }
+
+  // Drains every ring to this rank as far as it has arrived; never blocks.
+  void progress() {
+    for (int s = 0; s < o_.size; ++s) drain(s);
+  }
+
+  void drain(int s) {
+    auto& in = incoming_[static_cast<std::size_t>(s)];
+    auto& pb = seg_.pair(s, o_.rank);
+    auto const* ring = seg_.ring(s, o_.rank);
+    bool moved = false;
+    for (;;) {
+      auto const avail = pb.head.load(std::memory_order_acquire) - in.tail;
+      if (!in.active) {
+        if (avail < sizeof(shm_message)) break;
+        ring_get(ring, ring_, in.tail, &in.header, sizeof in.header);
+        in.tail += sizeof in.header;
+        pb.tail.store(in.tail, std::memory_order_release);
+        moved = true;
+        begin_message(s, in);
+        if (in.header.offer != 0) {
+          pull(s, in);
+          end_message(in);
+        } else if (in.header.size == 0) {
+          end_message(in);
+        }
+        continue;
+      }
+      if (avail == 0) break;
+      auto const n = std::min<std::uint64_t>(avail, in.header.size - in.got);
+      ring_get(ring, ring_, in.tail, in.destination + in.got, static_cast<std::size_t>(n));
+      in.got += n;
+      in.tail += n;
+      pb.tail.store(in.tail, std::memory_order_release);  // the sender may go on at once
+      moved = true;
+      if (in.got == in.header.size) end_message(in);
+    }
+    if (moved) ring_bell(s, false);
+  }
+
+  // A header has arrived: its payload goes straight into the posted receive if that is the one
+  // it matches (oldest of its source and tag, same size and call), else into a queue entry.
+  void begin_message(int s, shm_incoming& in) {
+    auto const& h = in.header;
+    tag const tg{h.tg};
+    in.active = true;
+    in.got = 0;
+    if (posted_.source == s && !posted_.started && !posted_.done && posted_.tg == tg &&
+        h.size == posted_.in.size() && h.call == posted_.call && first_entry(s, tg) == nullptr) {
+      posted_.started = true;
+      in.entry = nullptr;
+      in.destination = posted_.in.data();
+      return;
+    }
+    auto e = std::make_unique<shm_entry>();
+    e->tg = tg;
+    e->call = h.call;
+    e->data.resize(static_cast<std::size_t>(h.size));
+    in.entry = e.get();
+    in.destination = e->data.data();
+    queues_[static_cast<std::size_t>(s)].push_back(std::move(e));
+  }
+
+  void end_message(shm_incoming& in) {
+    in.active = false;
+    if (in.entry != nullptr)
+      in.entry->complete = true;
+    else
+      posted_.done = true;
+  }
+
+  // Copies an offered message out of the sender's memory: one copy, from its buffer to ours.
+  void pull(int s, shm_incoming& in) {
+    auto& pb = seg_.pair(s, o_.rank);
+    auto st = static_cast<std::uint32_t>(offer_posted);
+    if (!pb.offer_state.compare_exchange_strong(st, offer_copying, std::memory_order_acq_rel)) {
+      // Withdrawn: the sender is failing, and says why in the job's abort state.
+      if (in.entry != nullptr)
+        in.entry->lost = true;
+      else
+        posted_.lost = true;
+      return;
+    }
+    auto const bytes = static_cast<std::size_t>(in.header.size);
+    auto const pid = seg_.rank(s).pid.load(std::memory_order_relaxed);
+    std::string error;
+    if (pid == ::getpid()) {
+      std::memcpy(in.destination, reinterpret_cast<void const*>(in.header.address), bytes);
+    } else {
+      std::size_t done = 0;
+      while (done < bytes) {
+        iovec local{in.destination + done, bytes - done};
+        iovec remote{reinterpret_cast<void*>(in.header.address + done), bytes - done};
+        auto n = ::process_vm_readv(pid, &local, 1, &remote, 1, 0);
+        if (n <= 0) {
+          error = n == 0 ? "read nothing" : std::strerror(errno);
+          break;
+        }
+        done += static_cast<std::size_t>(n);
+      }
+    }
+    pb.offer_state.store(offer_done, std::memory_order_release);
+    ring_bell(s, false);
+    if (!error.empty())
+      fail(errc::peer_closed, "cannot copy rank " + std::to_string(s) + "'s message (" +
+                                  std::to_string(bytes) + " bytes, " + tag_text(tag{in.header.tg}) +
+                                  ") out of its memory: " + error +
+                                  (hung_up(s) ? " (rank " + std::to_string(s) + " is gone)" : ""));
+  }
+
+  // ---- waiting -----------------------------------------------------------------------------
+
+  template <class Ready>
+  void wait(Ready& ready, int peer, char const* what, tag tg, std::size_t bytes) {
+    if (await(ready, peer, clock::now() + o_.timeout, true)) return;
+    std::string waited = std::string(what) + " rank " + std::to_string(peer) + " (" +
+                         std::to_string(bytes) + " bytes, " + tag_text(tg) + ")";
+    fail(errc::timeout, timeout_text("", call_, waited, format_duration(o_.timeout),
+                                     describe_stall(call_, statuses()), unread_text()));
+  }
+
+  // Drains the rings and polls `ready()` for `spin`, yielding the core between looks (ranks
+  // that outnumber the cores still progress), then sleeps on this rank's futex until a peer
+  // rings it, up to `deadline`. Every 20 ms of sleep it looks for peers that are gone. Throws
+  // when the job is aborted or a peer is gone; false at the deadline.
+  template <class Ready>
+  bool await(Ready& ready, int peer, clock::time_point deadline, bool drain_rings) {
+    auto look = [&] {
+      if (drain_rings) progress();
+      return ready();
+    };
+    for (int round = 0; round < 16; ++round) {
+      if (look()) return true;
+      cpu_pause();
+    }
+    throw_if_aborted(peer);
+    if (o_.spin.count() > 0) {
+      auto const give_up = std::min(deadline, clock::now() + o_.spin);
+      for (unsigned round = 0;; ++round) {
+        if (look()) return true;
+        if (round % 8 == 0 && clock::now() >= give_up) break;
+        std::this_thread::yield();
+      }
+    }
+    auto& me = seg_.rank(o_.rank);
+    me.waiting_for.store(peer, std::memory_order_relaxed);
+    struct unwind {
+      shm_rank_block& me;
+      ~unwind() { me.waiting_for.store(-1, std::memory_order_relaxed); }
+    } reset{me};
+    for (bool first = true;; first = false) {
+      // Registered as a sleeper before the last look, so that a peer that changes something
+      // after it sees the registration and rings (the fences pair with ring_bell's).
+      me.sleepers.fetch_add(1, std::memory_order_seq_cst);
+      struct awake {
+        shm_rank_block& me;
+        ~awake() { me.sleepers.fetch_sub(1, std::memory_order_relaxed); }
+      } registered{me};
+      std::atomic_thread_fence(std::memory_order_seq_cst);
+      auto const bell = me.bell.load(std::memory_order_acquire);
+      if (look()) return true;
+      throw_if_aborted(peer);
+      check_peers(peer, ready, drain_rings);
+      if (!first && call_.kind != call_kind::point_to_point) check_arrivals();
+      auto const now = clock::now();
+      if (now >= deadline) return false;
+      futex_wait(me.bell, bell, std::min<clock::duration>(deadline - now, std::chrono::milliseconds{20}));
+    }
+  }
+
+  static void cpu_pause() noexcept {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+  }
+
+  // Tells rank r that something it may wait for changed: a release of its futex, only when it
+  // sleeps (`force`: always, for an abort or an end).
+  void ring_bell(int r, bool force) noexcept {
+    auto& b = seg_.rank(r);
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    if (!force && b.sleepers.load(std::memory_order_relaxed) == 0) return;
+    b.bell.fetch_add(1, std::memory_order_release);
+    futex_wake_all(b.bell);
+  }
+
+  // Whether rank r's end of its socket to this rank has hung up (its process is gone, or its
+  // transport ended).
+  bool hung_up(int r) const noexcept {
+    auto const& fd = peers_[static_cast<std::size_t>(r)];
+    if (!fd) return false;
+    pollfd p{fd.get(), POLLIN, 0};
+    return ::poll(&p, 1, 0) > 0 && (p.revents & (POLLHUP | POLLERR | POLLIN)) != 0;
+  }
+
+  // A peer whose process is gone (killed, crashed), or that failed, or that ended its job while
+  // this rank waits for it, ends the wait with an error that names it.
+  template <class Ready>
+  void check_peers(int peer, Ready& ready, bool drain_rings) {
+    std::vector<pollfd> fds;
+    std::vector<int> who;
+    for (int r = 0; r < o_.size; ++r)
+      if (peers_[static_cast<std::size_t>(r)]) {
+        fds.push_back({peers_[static_cast<std::size_t>(r)].get(), POLLIN, 0});
+        who.push_back(r);
+      }
+    if (!fds.empty() && ::poll(fds.data(), fds.size(), 0) > 0)
+      for (std::size_t i = 0; i < fds.size(); ++i) {
+        if ((fds[i].revents & (POLLHUP | POLLERR | POLLIN)) == 0) continue;
+        int const r = who[i];
+        auto const ended = seg_.rank(r).ended.load(std::memory_order_acquire);
+        if (ended == 1) {  // a clean end: what it sent is still in the segment
+          peers_[static_cast<std::size_t>(r)].reset();
+          continue;
+        }
+        if (ended == 2)
+          fail(errc::aborted, "rank " + std::to_string(r) + " failed and left the job" +
+                                  waiting_text(peer));
+        fail(errc::peer_closed, "rank " + std::to_string(r) +
+                                    " died: its process ended without leaving the job (killed "
+                                    "or crashed)" + waiting_text(peer));
+      }
+    if (peer >= 0 && peer != o_.rank &&
+        seg_.rank(peer).ended.load(std::memory_order_acquire) != 0) {
+      if (drain_rings) progress();  // everything it sent is in its ring by now
+      if (ready()) return;
+      auto const last = seg_.rank(peer).call.load();
+      fail(errc::peer_closed,
+           "rank " + std::to_string(peer) + " ended its job (after " +
+               (last.kind == call_kind::point_to_point ? std::string("calling no collective")
+                                                       : describe(last)) +
+               ") while this rank waits for it" + waiting_text(peer));
+    }
+  }
+  std::string waiting_text(int peer) const {
+    if (peer < 0) return " (during the setup)";
+    return " (this rank was in " + describe(call_) + ", waiting for rank " + std::to_string(peer) +
+           ")";
+  }
+
+  // Messages that arrived for a collective this rank is in under another call, or has finished
+  // without reading them: the ranks disagree about the call.
+  void check_arrivals() {
+    for (int s = 0; s < o_.size; ++s)
+      for (auto const& e : queues_[static_cast<std::size_t>(s)]) {
+        if (e->call.kind == call_kind::point_to_point) continue;
+        auto v = progress_.check(e->call);
+        if (v == call_progress::verdict::conflict || v == call_progress::verdict::stale)
+          fail(errc::mismatch, progress_.disagreement(o_.rank, s, e->call));
+      }
+  }
+
+  // ---- errors ------------------------------------------------------------------------------
+
+  // Runs a public call; its first transport_error poisons the transport and, unless it is
+  // itself an abort, ends the job with it so that every rank stops (and says why).
+  template <class F>
+  void guarded(char const* what, int peer, F&& f) {
+    if (poisoned_)
+      throw transport_error(errc::aborted, prefix_ + what + (peer >= 0 ? " rank " + std::to_string(peer) : std::string()) +
+                                               ": this transport failed earlier: " + failure_);
+    try {
+      f();
+    } catch (transport_error const& e) {
+      poisoned_ = true;
+      failure_ = e.what();
+      if (e.code() != errc::aborted) abort_job(e);
+      throw;
+    }
+  }
+
+  [[noreturn]] void fail(errc code, std::string const& what) const {
+    throw transport_error(code, prefix_ + what);
+  }
+
+  // Writes the job's abort state (the first error wins) and wakes every rank.
+  void abort_job(transport_error const& e) noexcept {
+    auto& h = seg_.header();
+    std::uint32_t expected = 0;
+    if (!h.abort_state.compare_exchange_strong(expected, 1, std::memory_order_acq_rel)) return;
+    h.abort_code = static_cast<std::uint32_t>(e.code().value());
+    std::string_view text = e.what();
+    if (text.starts_with("gcl: ")) text.remove_prefix(5);
+    std::snprintf(h.abort_reason, sizeof h.abort_reason, "%.*s", static_cast<int>(text.size()),
+                  text.data());
+    h.abort_state.store(2, std::memory_order_release);
+    for (int r = 0; r < o_.size; ++r) ring_bell(r, true);
+  }
+
+  void throw_if_aborted(int peer) const {
+    if (group_ && group_->aborted.load(std::memory_order_acquire)) {
+      std::string reason;
+      errc code;
+      {
+        std::lock_guard lock(group_->mutex);
+        reason = group_->reason;
+        code = group_->code;
+      }
+      throw_abort(code, reason, peer);
+    }
+    auto const& h = seg_.header();
+    auto st = h.abort_state.load(std::memory_order_acquire);
+    if (st == 0) return;
+    for (int i = 0; i < 1000 && st == 1; ++i) {
+      std::this_thread::yield();
+      st = h.abort_state.load(std::memory_order_acquire);
+    }
+    if (st == 1) throw_abort(errc::aborted, "another rank is failing", peer);
+    throw_abort(static_cast<errc>(h.abort_code), h.abort_reason, peer);
+  }
+  [[noreturn]] void throw_aborted(char const* what, int peer) const {
+    throw_if_aborted(peer);
+    throw transport_error(errc::aborted, prefix_ + what + " rank " + std::to_string(peer) +
+                                             " in " + describe(call_) +
+                                             ": the sender withdrew its message (it failed)");
+  }
+  [[noreturn]] void throw_abort(errc code, std::string const& reason, int peer) const {
+    if (code == errc::mismatch)  // the disagreement concerns every rank: say it as it is
+      throw transport_error(code, prefix_ + reason);
+    throw transport_error(errc::aborted, prefix_ +
+                                             (peer >= 0 ? "waiting for rank " + std::to_string(peer) + " in "
+                                                        : std::string("in ")) +
+                                             describe(call_) + ": aborted: " + reason);
+  }
+
+  // Every rank's progress, read from the segment; a rank whose process is stopped (SIGSTOP, a
+  // debugger) does not answer.
+  std::vector<rank_status> statuses() const {
+    std::vector<rank_status> all;
+    for (int r = 0; r < o_.size; ++r) {
+      auto const& b = seg_.rank(r);
+      rank_status st;
+      st.rank = r;
+      st.answered = r == o_.rank || !stopped(b.pid.load(std::memory_order_relaxed));
+      st.started = b.started.load(std::memory_order_relaxed);
+      st.in_call = b.in_call.load(std::memory_order_acquire) != 0;
+      st.waiting_for = b.waiting_for.load(std::memory_order_relaxed);
+      st.call = b.call.load();
+      if (st.call.sequence != st.started) st.call = {};
+      all.push_back(st);
+    }
+    return all;
+  }
+  std::string stall_text() const {
+    std::string s;
+    for (auto const& st : statuses())
+      if (!st.answered) s += "rank " + std::to_string(st.rank) + " does not answer (stopped); ";
+    return s + "not every rank reached it";
+  }
+  static bool stopped(std::int32_t pid) {
+    if (pid <= 0 || pid == ::getpid()) return false;
+    std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
+    std::string line;
+    if (!std::getline(f, line)) return false;
+    auto close = line.rfind(')');
+    if (close == std::string::npos || close + 2 >= line.size()) return false;
+    char state = line[close + 2];
+    return state == 'T' || state == 't';
+  }
+  std::string unread_text() const {
+    std::string unread;
+    int count = 0;
+    for (int s = 0; s < o_.size; ++s)
+      for (auto const& e : queues_[static_cast<std::size_t>(s)])
+        if (count++ < 4)
+          unread += std::string(unread.empty() ? "" : ", ") + std::to_string(e->data.size()) +
+                    " bytes from rank " + std::to_string(s) + " (" + tag_text(e->tg) + ", " +
+                    describe(e->call) + ")";
+    if (count == 0) return {};
+    return ". Received here but not read: " + unread + (count > 4 ? ", ..." : "");
+  }
+
+  shm_options o_;
+  std::shared_ptr<shm_group_state> group_;
+  std::string prefix_;
+  shm_segment seg_;
+  bool mapped_ = false;
+  std::uint64_t ring_ = 0;
+  std::vector<unique_fd> peers_;          // peers_[r]: the socket whose hang-up says r is gone
+  std::vector<std::uint64_t> heads_;      // heads_[r]: bytes written to r's ring
+  std::vector<shm_incoming> incoming_;    // incoming_[s]: what is being read from s
+  std::vector<std::deque<std::unique_ptr<shm_entry>>> queues_;  // arrived, not yet received
+  shm_posted posted_;
+  call_info call_{};
+  call_progress progress_;
+  bool poisoned_ = false;
+  std::string failure_;
+  // What peers read with process_vm_readv at setup to learn whether they may.
+  std::uint64_t probe_ = 0;
+};
+
+}  // namespace gcl::detail

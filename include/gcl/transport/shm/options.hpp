@@ -1,0 +1,119 @@
+#pragma once
+/// \file
+/// `shm_options`: who this rank is, which job it belongs to (the token names the job's
+/// rendezvous socket), how long to wait, and the sizes of the shared rings. `from_env()` reads
+/// the same environment as `tcp_options::from_env()` (GCL_RANK, GCL_WORLD_SIZE, GCL_TOKEN,
+/// GCL_TIMEOUT, GCL_SPIN_US, or a launcher's equivalents) and needs no address: every rank is
+/// on this host.
+
+#include <chrono>
+#include <cstddef>
+#include <cstdlib>
+#include <string>
+#include <string_view>
+
+#include "../../error.hpp"
+#include "../tcp/options.hpp"
+
+namespace gcl {
+
+/// Options of `shm_transport`.
+///
+///     gcl::shm_options o{.rank = 1, .size = 4, .token = "my-job-42"};
+///     gcl::communicator comm(gcl::shm_transport(o));
+///     auto o2 = gcl::shm_options::from_env();  // GCL_RANK, GCL_WORLD_SIZE, GCL_TOKEN, ...
+struct shm_options {
+  int rank = 0;  ///< this process's rank, in [0, size)
+  int size = 1;  ///< number of ranks in the job, all on this host
+  /// Names the job: its ranks meet on a Unix socket whose (abstract) name is derived from it,
+  /// and present it when they join, so two jobs on one host never see each other and a process
+  /// without it is refused. Required when size > 1 (there is no address to tell jobs apart).
+  std::string token;
+  /// Where `token` came from, for messages ("GCL_TOKEN", "SLURM_JOB_ID+SLURM_STEP_ID", ...).
+  std::string token_source;
+  /// Bound on the rendezvous and on every blocking call; exceeded -> `errc::timeout`, naming the
+  /// ranks that hold the call up. 30 minutes by default, as tcp's. A killed rank is noticed
+  /// within milliseconds whatever the timeout; only a stopped or hung one waits this long.
+  std::chrono::milliseconds timeout{std::chrono::minutes{30}};
+  /// How long a blocked call polls (yielding the core between looks) before it sleeps on its
+  /// futex. `from_env` sets it to 0 when ranks share cores, as tcp's.
+  std::chrono::microseconds spin{50};
+  /// Bytes of each (sender, receiver) ring in the segment. 0: 2 MiB / size, clamped to
+  /// [16 KiB, 256 KiB] (a rank's incoming rings take 2 MiB at most, at P >= 8, 256 KiB each).
+  std::size_t ring_bytes = 0;
+  /// Messages of at least this size go by cross-memory attach (the receiver copies straight
+  /// from the sender's buffer with process_vm_readv: one copy) where the kernel allows it.
+  /// Smaller ones, and all where it does not, are copied through the ring (two copies,
+  /// pipelined).
+  std::size_t offer_bytes = 64 * 1024;
+  /// Whether to try cross-memory attach at all (GCL_SHM_CMA=0 turns it off).
+  bool cross_memory_attach = true;
+
+  /// The ring size in use: `ring_bytes`, or its default for `size` ranks.
+  std::size_t ring_size() const noexcept {
+    if (ring_bytes != 0) return ring_bytes;
+    std::size_t r = (std::size_t{2} << 20) / static_cast<std::size_t>(size < 1 ? 1 : size);
+    if (r < (std::size_t{16} << 10)) r = std::size_t{16} << 10;
+    if (r > (std::size_t{256} << 10)) r = std::size_t{256} << 10;
+    return r;
+  }
+
+  /// Options from the environment, as `tcp_options::from_env` reads them (same variables, same
+  /// messages for a missing or malformed one), without the address and port, plus GCL_SHM_CMA
+  /// (0 or 1) and GCL_SHM_RING_BYTES. A job of size > 1 without a token throws `usage_error`.
+  static shm_options from_env() {
+    return from_env([](char const* n) { return std::getenv(n); });
+  }
+
+  /// Same, reading variables through `get(name)` (returns `char const*` or null): for tests.
+  template <class Getenv>
+  static shm_options from_env(Getenv&& get) {
+    // tcp_options' parser requires rank 0's address and port for a job of several ranks; they
+    // mean nothing here, so it is handed placeholders when they are unset (and never used).
+    auto get_shared = [&](char const* n) -> char const* {
+      char const* v = get(n);
+      if (v != nullptr && *v != '\0') return v;
+      std::string_view name(n);
+      if (name == "GCL_MASTER_ADDR") return "127.0.0.1";
+      if (name == "GCL_MASTER_PORT") return "1";
+      return v;
+    };
+    auto t = tcp_options::from_env(get_shared);
+    shm_options o;
+    o.rank = t.rank;
+    o.size = t.size;
+    o.token = t.token;
+    o.token_source = t.token_source;
+    o.timeout = t.timeout;
+    o.spin = t.spin;
+    if (char const* v = get("GCL_SHM_CMA"); v != nullptr && *v != '\0') {
+      std::string_view s(v);
+      if (s != "0" && s != "1")
+        throw usage_error("gcl: environment variable GCL_SHM_CMA='" + std::string(s) +
+                          "' is not 0 or 1");
+      o.cross_memory_attach = s == "1";
+    }
+    if (char const* v = get("GCL_SHM_RING_BYTES"); v != nullptr && *v != '\0') {
+      char* end = nullptr;
+      unsigned long long n = std::strtoull(v, &end, 10);
+      if (end == v || *end != '\0' || n < 4096 || n > (1ull << 30))
+        throw usage_error("gcl: environment variable GCL_SHM_RING_BYTES='" + std::string(v) +
+                          "' is not a number of bytes in [4096, 2^30]");
+      o.ring_bytes = static_cast<std::size_t>(n);
+    }
+    if (o.size > 1 && o.token.empty())
+      throw usage_error(
+          "gcl: shm_transport needs a job token to find the job's other ranks on this host: set "
+          "GCL_TOKEN to a value that its ranks share and other jobs do not (tools/gcl-launch "
+          "sets a random one)");
+    return o;
+  }
+
+  /// Where the token came from, for messages.
+  std::string token_origin() const {
+    if (!token_source.empty()) return token_source;
+    return token.empty() ? "none" : "shm_options::token";
+  }
+};
+
+}  // namespace gcl

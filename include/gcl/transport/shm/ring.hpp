@@ -1,0 +1,50 @@
+#pragma once
+// One (sender, receiver) ring of the segment: a single-producer single-consumer byte queue.
+// `head` counts the bytes the sender has ever written, `tail` those the receiver has ever
+// consumed; each side keeps its own counter and publishes it with a release store, the other
+// reads it with an acquire load, so the bytes between them are handed over without a lock (and
+// without a data race: nobody writes bytes the other may still read). A message is a header
+// (shm_message) and its payload, in as many pieces as the ring has room for: a message larger
+// than the ring streams through it while the receiver reads, which is the pipelined copy.
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "../../call_info.hpp"
+
+namespace gcl::detail {
+
+// What precedes every payload in a ring.
+struct shm_message {
+  std::uint32_t tg = 0;
+  std::uint32_t offer = 0;      // 1: no payload follows; the receiver copies it from `address`
+  std::uint64_t size = 0;       // payload bytes
+  std::uint64_t address = 0;    // in the sender's address space, for an offer
+  call_info call;               // the sender's call, compared by the receiver
+};
+
+// Copies n bytes into the ring at stream position `pos` (wrapping at `capacity`).
+inline void ring_put(std::byte* ring, std::uint64_t capacity, std::uint64_t pos, void const* from,
+                     std::size_t n) noexcept {
+  if (n == 0) return;
+  auto const off = static_cast<std::size_t>(pos % capacity);
+  auto const first = std::min<std::size_t>(n, static_cast<std::size_t>(capacity) - off);
+  auto const* src = static_cast<std::byte const*>(from);
+  std::memcpy(ring + off, src, first);
+  if (first < n) std::memcpy(ring, src + first, n - first);
+}
+
+// Copies n bytes out of the ring at stream position `pos`.
+inline void ring_get(std::byte const* ring, std::uint64_t capacity, std::uint64_t pos, void* to,
+                     std::size_t n) noexcept {
+  if (n == 0) return;
+  auto const off = static_cast<std::size_t>(pos % capacity);
+  auto const first = std::min<std::size_t>(n, static_cast<std::size_t>(capacity) - off);
+  auto* dst = static_cast<std::byte*>(to);
+  std::memcpy(dst, ring + off, first);
+  if (first < n) std::memcpy(dst + first, ring, n - first);
+}
+
+}  // namespace gcl::detail

@@ -1,0 +1,205 @@
+#pragma once
+// The job's shared memory: one memfd, created by rank 0 and passed to the others over the
+// rendezvous socket (shm/rendezvous.hpp). A memfd is anonymous memory, not a file in /dev/shm:
+// a full or small /dev/shm (Docker's 64 MiB) does not limit it, so touching it never raises
+// SIGBUS, and it vanishes when the last process that maps it ends, however it ends (SIGKILL
+// included): there is nothing to clean up.
+//
+// Layout (every part 64-byte aligned, so that no two writers share a cache line):
+//   header      magic, sizes, the setup barrier, the job's abort state
+//   ranks[P]    per rank: its futex bell, its pid, its progress (for timeout reports), ended
+//   pairs[P*P]  per (sender, receiver): the ring's head and tail, the offer state, the ring
+
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <string>
+
+#include "../../call_info.hpp"
+#include "../../error.hpp"
+
+namespace gcl::detail {
+
+// Atomics in memory that several processes map work only if they are lock-free (a lock-based
+// atomic would take a lock private to each process).
+static_assert(std::atomic<std::uint64_t>::is_always_lock_free);
+static_assert(std::atomic<std::uint32_t>::is_always_lock_free);
+static_assert(std::atomic<std::int32_t>::is_always_lock_free);
+
+inline constexpr std::uint64_t shm_magic = 0x67636c2d73686d31ull;  // "gcl-shm1"
+inline constexpr std::uint32_t shm_version = 1;
+
+// A call_info kept as words, so that another rank reads it without a data race (timeout
+// reports read it while its owner may write it), under a sequence counter.
+inline constexpr std::size_t call_words = (sizeof(call_info) + 7) / 8;
+static_assert(std::is_trivially_copyable_v<call_info>);
+
+struct shm_call_slot {
+  std::atomic<std::uint64_t> version{0};  // odd while being written
+  std::atomic<std::uint64_t> words[call_words] = {};
+
+  void store(call_info const& c) noexcept {
+    std::uint64_t w[call_words] = {};
+    std::memcpy(w, &c, sizeof c);
+    auto v = version.load(std::memory_order_relaxed);
+    version.store(v + 1, std::memory_order_relaxed);
+    std::atomic_thread_fence(std::memory_order_release);
+    for (std::size_t i = 0; i < call_words; ++i) words[i].store(w[i], std::memory_order_relaxed);
+    version.store(v + 2, std::memory_order_release);
+  }
+  // The call, or the empty one if the owner keeps writing it (it is only for reports).
+  call_info load() const noexcept {
+    for (int attempt = 0; attempt < 100; ++attempt) {
+      auto v = version.load(std::memory_order_acquire);
+      if (v % 2 != 0) continue;
+      std::uint64_t w[call_words];
+      for (std::size_t i = 0; i < call_words; ++i) w[i] = words[i].load(std::memory_order_relaxed);
+      std::atomic_thread_fence(std::memory_order_acquire);
+      if (version.load(std::memory_order_relaxed) != v) continue;
+      call_info c;
+      std::memcpy(&c, w, sizeof c);
+      return c;
+    }
+    return {};
+  }
+};
+
+struct shm_header {
+  std::uint64_t magic = shm_magic;
+  std::uint32_t version = shm_version;
+  std::uint32_t size = 0;
+  std::uint64_t ring_bytes = 0;
+  std::uint64_t total_bytes = 0;
+  // Setup barrier: every rank has mapped the segment and probed cross-memory attach.
+  alignas(64) std::atomic<std::uint32_t> ready{0};
+  // The job's abort: 0 none, 1 being written, 2 written (code and reason are then final).
+  alignas(64) std::atomic<std::uint32_t> abort_state{0};
+  std::uint32_t abort_code = 0;
+  char abort_reason[1024] = {};
+};
+
+struct alignas(64) shm_rank_block {
+  // Its bell: a peer that made a change this rank may wait for increments it and wakes the
+  // futex, but only when `sleepers` says the rank sleeps (shm/engine.hpp: wait).
+  std::atomic<std::uint32_t> bell{0};
+  std::atomic<std::uint32_t> sleepers{0};
+  // Written by the rank itself, read by the others.
+  alignas(64) std::atomic<std::int32_t> pid{0};
+  std::atomic<std::uint64_t> probe_address{0};  // where peers try process_vm_readv
+  std::atomic<std::uint32_t> ended{0};          // its transport is gone (its job is over)
+  std::atomic<std::uint32_t> in_call{0};
+  std::atomic<std::int32_t> waiting_for{-1};
+  std::atomic<std::uint64_t> started{0};  // its last collective begun
+  shm_call_slot call;                     // that collective
+};
+
+struct alignas(64) shm_pair_block {
+  alignas(64) std::atomic<std::uint64_t> head{0};  // bytes ever written (by the sender)
+  alignas(64) std::atomic<std::uint64_t> tail{0};  // bytes ever consumed (by the receiver)
+  // The sender's one outstanding offer (a large message the receiver copies from the sender's
+  // memory): idle, posted, being copied, copied, withdrawn (the sender failed meanwhile).
+  alignas(64) std::atomic<std::uint32_t> offer_state{0};
+  // Set by the receiver at setup: it can read the sender's memory (process_vm_readv works).
+  std::atomic<std::uint32_t> pull_ok{0};
+};
+enum : std::uint32_t { offer_idle, offer_posted, offer_copying, offer_done, offer_withdrawn };
+
+inline constexpr std::size_t round64(std::size_t n) noexcept { return (n + 63) / 64 * 64; }
+
+// The mapped segment of one job: where each part is.
+class shm_segment {
+ public:
+  shm_segment() = default;
+  shm_segment(shm_segment const&) = delete;
+  shm_segment& operator=(shm_segment const&) = delete;
+  ~shm_segment() {
+    if (base_ != nullptr) ::munmap(base_, bytes_);
+  }
+
+  static std::size_t bytes_for(int size, std::size_t ring) noexcept {
+    auto const p = static_cast<std::size_t>(size);
+    return round64(sizeof(shm_header)) + p * sizeof(shm_rank_block) +
+           p * p * round64(sizeof(shm_pair_block) + ring);
+  }
+
+  // Rank 0: a new memfd of the right size, mapped and initialised. Returns the descriptor (the
+  // caller passes it to the other ranks and closes it).
+  int create(int size, std::size_t ring, std::string const& prefix) {
+    int fd = ::memfd_create("gcl-shm", MFD_CLOEXEC);
+    if (fd < 0)
+      throw transport_error(errc::protocol, prefix + "memfd_create failed: " + std::strerror(errno));
+    auto const bytes = bytes_for(size, ring);
+    if (::ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
+      int e = errno;
+      ::close(fd);
+      throw transport_error(errc::protocol, prefix + "cannot size the shared segment to " +
+                                                std::to_string(bytes) + " bytes: " +
+                                                std::strerror(e));
+    }
+    map(fd, bytes, prefix);
+    auto* h = std::construct_at(reinterpret_cast<shm_header*>(base_));
+    h->size = static_cast<std::uint32_t>(size);
+    h->ring_bytes = ring;
+    h->total_bytes = bytes;
+    for (int r = 0; r < size; ++r) std::construct_at(&rank(r));
+    for (int s = 0; s < size; ++s)
+      for (int d = 0; d < size; ++d) std::construct_at(&pair(s, d));
+    return fd;
+  }
+
+  // Another rank: maps the descriptor rank 0 sent and checks that it is what rank 0 said.
+  void join(int fd, int size, std::string const& prefix) {
+    struct stat st {};
+    if (::fstat(fd, &st) != 0 || st.st_size < static_cast<off_t>(sizeof(shm_header)))
+      throw transport_error(errc::protocol, prefix + "rank 0 sent no usable shared segment");
+    map(fd, static_cast<std::size_t>(st.st_size), prefix);
+    auto const& h = header();
+    if (h.magic != shm_magic || h.version != shm_version ||
+        h.size != static_cast<std::uint32_t>(size) || h.total_bytes != bytes_ ||
+        bytes_for(size, h.ring_bytes) != bytes_)
+      throw transport_error(errc::protocol,
+                            prefix + "rank 0's shared segment is not of this version of gcl or "
+                                     "not of a job of " + std::to_string(size) + " ranks");
+  }
+
+  shm_header& header() const noexcept { return *reinterpret_cast<shm_header*>(base_); }
+  shm_rank_block& rank(int r) const noexcept {
+    return reinterpret_cast<shm_rank_block*>(base_ + round64(sizeof(shm_header)))[r];
+  }
+  shm_pair_block& pair(int from, int to) const noexcept {
+    return *reinterpret_cast<shm_pair_block*>(pair_base(from, to));
+  }
+  std::byte* ring(int from, int to) const noexcept {
+    return pair_base(from, to) + round64(sizeof(shm_pair_block));
+  }
+  std::size_t ring_bytes() const noexcept { return header().ring_bytes; }
+  int size() const noexcept { return static_cast<int>(header().size); }
+
+ private:
+  void map(int fd, std::size_t bytes, std::string const& prefix) {
+    void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (p == MAP_FAILED)
+      throw transport_error(errc::protocol, prefix + "cannot map the shared segment (" +
+                                                std::to_string(bytes) + " bytes): " +
+                                                std::strerror(errno));
+    base_ = static_cast<std::byte*>(p);
+    bytes_ = bytes;
+  }
+  std::byte* pair_base(int from, int to) const noexcept {
+    auto const p = static_cast<std::size_t>(header().size);
+    auto const stride = round64(sizeof(shm_pair_block) + header().ring_bytes);
+    return base_ + round64(sizeof(shm_header)) + p * sizeof(shm_rank_block) +
+           (static_cast<std::size_t>(from) * p + static_cast<std::size_t>(to)) * stride;
+  }
+  std::byte* base_ = nullptr;
+  std::size_t bytes_ = 0;
+};
+
+}  // namespace gcl::detail
