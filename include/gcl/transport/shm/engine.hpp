@@ -126,19 +126,22 @@ class shm_impl {
     return seg_.pair(peer, o_.rank).pull_ok.load(std::memory_order_relaxed) != 0;
   }
 
+  // Never throws when a collective ends (the communicator resets the call from a destructor).
   void set_call(call_info const& c) {
+    auto& me = seg_.rank(o_.rank);
+    if (c.kind == call_kind::point_to_point) {
+      call_ = c;
+      progress_.set(c);
+      me.in_call.store(0, std::memory_order_release);
+      return;
+    }
     guarded("set_call", -1, [&] {
       call_ = c;
       progress_.set(c);
-      auto& me = seg_.rank(o_.rank);
-      if (c.kind != call_kind::point_to_point) {
-        me.call.store(c);
-        me.started.store(c.sequence, std::memory_order_relaxed);
-        me.in_call.store(1, std::memory_order_release);
-        check_arrivals();
-      } else {
-        me.in_call.store(0, std::memory_order_release);
-      }
+      me.call.store(c);
+      me.started.store(c.sequence, std::memory_order_relaxed);
+      me.in_call.store(1, std::memory_order_release);
+      check_arrivals();
     });
   }
 

@@ -1,0 +1,344 @@
+#define BOOST_TEST_MODULE transport_shm
+#include <boost/test/unit_test.hpp>
+
+// shm_transport's semantics (doc/requirements/transport.md) over ranks that are threads of this
+// process (shm_transport::group: the same rendezvous, segment and rings as processes): options
+// from the environment, FIFO per (source, tag), messages to oneself, eager sends at every size
+// on both large-message paths, timeouts and mismatches that name who and what, abort, counting
+// equal to inproc's; the job token: two jobs at once do not meet, a second job with the same
+// token is refused, and so is a stranger without it.
+
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <gcl/algorithm/direct.hpp>
+#include <gcl/algorithm/halving_doubling.hpp>
+#include <gcl/algorithm/parameter_server.hpp>
+#include <gcl/algorithm/recursive_doubling.hpp>
+#include <gcl/algorithm/ring.hpp>
+#include <gcl/algorithm/tree.hpp>
+#include <gcl/collective/all_reduce.hpp>
+#include <gcl/collective/broadcast.hpp>
+#include <gcl/log.hpp>
+#include <gcl/spawn.hpp>
+#include <gcl/stats.hpp>
+#include <gcl/transport/inproc.hpp>
+#include <gcl/transport/shm.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+static_assert(gcl::transport<gcl::shm_transport>);
+static_assert(gcl::call_aware_transport<gcl::shm_transport>);
+static_assert(gcl::sendrecv_transport<gcl::shm_transport>);
+static_assert(gcl::group_transport<gcl::shm_transport>);
+static_assert(gcl::group_transport<gcl::counting<gcl::shm_transport>>);
+
+namespace {
+
+using namespace std::chrono_literals;
+
+gcl::shm_options with(std::chrono::milliseconds timeout, bool cma = true, std::size_t ring = 0) {
+  gcl::shm_options o;
+  o.timeout = timeout;
+  o.cross_memory_attach = cma;
+  o.ring_bytes = ring;
+  return o;
+}
+
+std::vector<std::byte> pattern(int from, int to, int tag, int k, std::size_t n) {
+  std::vector<std::byte> v(n);
+  for (std::size_t i = 0; i < n; ++i)
+    v[i] = static_cast<std::byte>((from * 131 + to * 31 + tag * 7 + k * 3 + i) & 0xff);
+  return v;
+}
+
+template <class F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (std::exception const& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(options_from_the_environment) {
+  std::map<std::string, std::string> env{{"GCL_RANK", "2"}, {"GCL_WORLD_SIZE", "4"},
+                                         {"GCL_TOKEN", "job-7"}, {"GCL_TIMEOUT", "1.5"},
+                                         {"GCL_SHM_CMA", "0"}};
+  auto get = [&](char const* n) -> char const* {
+    auto it = env.find(n);
+    return it == env.end() ? nullptr : it->second.c_str();
+  };
+  auto o = gcl::shm_options::from_env(get);
+  BOOST_TEST(o.rank == 2);
+  BOOST_TEST(o.size == 4);
+  BOOST_TEST(o.token == "job-7");
+  BOOST_TEST(o.token_source == "GCL_TOKEN");
+  BOOST_TEST(o.timeout.count() == 1500);
+  BOOST_TEST(!o.cross_memory_attach);
+  BOOST_TEST(o.ring_size() == 256u * 1024);
+  env.erase("GCL_TOKEN");
+  auto what = error_of([&] { (void)gcl::shm_options::from_env(get); });
+  BOOST_TEST(what.find("GCL_TOKEN") != std::string::npos, what);
+  env["GCL_TOKEN"] = "x";
+  env["GCL_SHM_CMA"] = "yes";
+  what = error_of([&] { (void)gcl::shm_options::from_env(get); });
+  BOOST_TEST(what.find("GCL_SHM_CMA='yes'") != std::string::npos, what);
+  env.erase("GCL_SHM_CMA");
+  env["GCL_SHM_RING_BYTES"] = "65536";
+  BOOST_TEST(gcl::shm_options::from_env(get).ring_size() == 65536u);
+  gcl::shm_options no_token;
+  no_token.rank = 1;
+  no_token.size = 2;
+  BOOST_CHECK_THROW(gcl::shm_transport{no_token}, gcl::usage_error);
+}
+
+// Every rank sends to every rank (itself included) on two tags, at sizes from nothing to more
+// than a ring, all before receiving anything, and receives the tags in the other order: eager
+// at any size, FIFO per (source, tag), no order between tags.
+BOOST_AUTO_TEST_CASE(fifo_per_tag_messages_to_oneself_and_eager_sends) {
+  std::vector<std::size_t> const sizes{0, 1, 100, 70000, 300000};
+  for (bool cma : {true, false}) {
+    gcl::spawn<gcl::shm_transport>(
+        3,
+        [&](auto& comm) {
+          int const p = comm.size(), me = comm.rank();
+          for (int tg : {1, 2})
+            for (int to = 0; to < p; ++to)
+              for (std::size_t k = 0; k < sizes.size(); ++k)
+                comm.send(to, pattern(me, to, tg, static_cast<int>(k), sizes[k]), gcl::tag(tg));
+          for (int tg : {2, 1})
+            for (int from = 0; from < p; ++from)
+              for (std::size_t k = 0; k < sizes.size(); ++k) {
+                std::vector<std::byte> in(sizes[k]);
+                comm.recv(from, in, gcl::tag(tg));
+                BOOST_TEST((in == pattern(from, me, tg, static_cast<int>(k), sizes[k])),
+                           "from " << from << " tag " << tg << " #" << k << " cma " << cma);
+              }
+        },
+        with(60s, cma, 16 * 1024));
+  }
+}
+
+BOOST_AUTO_TEST_CASE(a_timeout_names_the_peer_and_the_call) {
+  auto what = error_of([] {
+    gcl::spawn<gcl::shm_transport>(
+        2,
+        [](auto& comm) {
+          std::vector<float> v(10);
+          if (comm.rank() == 0) comm.recv(1, v, gcl::tag{9});
+          else comm.recv(0, v, gcl::tag{9});
+        },
+        with(300ms));
+  });
+  BOOST_TEST(what.find("timed out after 300 ms") != std::string::npos, what);
+  BOOST_TEST(what.find("recv from rank") != std::string::npos, what);
+  BOOST_TEST(what.find("40 bytes, tag 9") != std::string::npos, what);
+}
+
+BOOST_AUTO_TEST_CASE(mismatches_name_both_sides) {
+  auto what = error_of([] {
+    gcl::spawn<gcl::shm_transport>(
+        2,
+        [](auto& comm) {
+          if (comm.rank() == 0) {
+            comm.send(1, std::vector<int>(2), gcl::tag{3});
+          } else {
+            std::vector<int> v(1);
+            comm.recv(0, v, gcl::tag{3});
+          }
+        },
+        with(30s));
+  });
+  BOOST_TEST(what.find("expected 4 bytes") != std::string::npos, what);
+  BOOST_TEST(what.find("sent 8 bytes") != std::string::npos, what);
+
+  gcl::transport_error const* seen = nullptr;
+  try {
+    gcl::spawn<gcl::shm_transport>(
+        3,
+        [](auto& comm) {
+          std::vector<int> v(10, comm.rank());
+          if (comm.rank() == 0)
+            gcl::broadcast(comm, v, 0, gcl::tree{});
+          else
+            gcl::all_reduce(comm, v, gcl::sum{}, gcl::tree{});
+        },
+        with(30s));
+  } catch (gcl::transport_error const& e) {
+    seen = &e;
+    BOOST_TEST((e.code() == gcl::errc::mismatch), e.what());
+    std::string w = e.what();
+    BOOST_TEST(w.find("broadcast #1") != std::string::npos, w);
+    BOOST_TEST(w.find("all_reduce #1") != std::string::npos, w);
+  }
+  BOOST_TEST(seen != nullptr);
+}
+
+// spawn aborts the group when a rank throws: a rank blocked in recv (60 s timeout) is released.
+BOOST_AUTO_TEST_CASE(abort_releases_a_blocked_rank) {
+  auto what = error_of([] {
+    gcl::spawn<gcl::shm_transport>(
+        2,
+        [](auto& comm) {
+          std::vector<float> v(10);
+          if (comm.rank() == 1) throw std::runtime_error("rank 1 gives up");
+          comm.recv(1, v, gcl::tag{1});
+        },
+        with(60s));
+  });
+  BOOST_TEST(what == "rank 1 gives up");
+}
+
+// counting<> sees the same messages, sizes and rounds over shm as over inproc.
+BOOST_AUTO_TEST_CASE(counting_counts_the_same_messages_as_on_inproc) {
+  auto run = [](auto tag_type, int p, std::size_t n, auto alg) {
+    using T = typename decltype(tag_type)::type;
+    typename T::options o{};
+    o.timeout = 60s;
+    auto out = gcl::spawn<gcl::counting<T>>(
+        p,
+        [&](auto& comm) {
+          std::vector<std::int64_t> v(n, comm.rank() + 1);
+          gcl::all_reduce(comm, v, gcl::sum{}, alg);
+          return std::pair(v, comm.transport().stats());
+        },
+        o);
+    gcl::transport_stats total;
+    std::vector<std::vector<std::int64_t>> results;
+    for (auto const& [v, s] : out) {
+      total += s;
+      results.push_back(v);
+    }
+    return std::pair(results, total);
+  };
+  auto both = [&](int p, std::size_t n, auto alg, char const* name) {
+    auto [ri, si] = run(std::type_identity<gcl::inproc_transport>{}, p, n, alg);
+    auto [rs, ss] = run(std::type_identity<gcl::shm_transport>{}, p, n, alg);
+    BOOST_TEST_INFO(name << " P=" << p << " n=" << n);
+    BOOST_TEST((ri == rs));
+    BOOST_TEST(si.messages_sent == ss.messages_sent);
+    BOOST_TEST(si.bytes_sent == ss.bytes_sent);
+    BOOST_TEST(si.messages_received == ss.messages_received);
+    BOOST_TEST(si.bytes_received == ss.bytes_received);
+    BOOST_TEST(si.rounds == ss.rounds);
+    BOOST_TEST((si.sent_sizes == ss.sent_sizes));
+  };
+  for (int p : {1, 2, 3, 5})
+    for (std::size_t n : {std::size_t{1001}, std::size_t{40000}}) {
+      both(p, n, gcl::tree{}, "tree");
+      both(p, n, gcl::ring{}, "ring");
+      both(p, n, gcl::direct{}, "direct");
+      both(p, n, gcl::parameter_server{}, "parameter_server");
+      both(p, n, gcl::recursive_doubling{}, "recursive_doubling");
+      both(p, n, gcl::halving_doubling{}, "halving_doubling");
+    }
+}
+
+// Two jobs at once, each with its own token: each sums its own ranks only.
+BOOST_AUTO_TEST_CASE(two_jobs_at_once_do_not_meet) {
+  std::vector<std::int64_t> sums(2);
+  std::vector<std::jthread> jobs;
+  for (int j = 0; j < 2; ++j)
+    jobs.emplace_back([&, j] {
+      auto r = gcl::spawn<gcl::shm_transport>(
+          3,
+          [j](auto& comm) {
+            std::int64_t x = 100 * (j + 1) + comm.rank();
+            for (int i = 0; i < 50; ++i) {
+              std::int64_t y = x;
+              gcl::all_reduce(comm, std::span(&y, 1), gcl::sum{}, gcl::ring{});
+              if (i == 49) return y;
+            }
+            return std::int64_t{0};
+          },
+          with(60s));
+      sums[j] = r[0];
+    });
+  jobs.clear();
+  BOOST_TEST(sums[0] == 300 + 3);
+  BOOST_TEST(sums[1] == 600 + 3);
+}
+
+namespace {
+std::mutex log_mutex;
+std::vector<std::string> logged;
+void record(gcl::log_level, std::string_view m) {
+  std::lock_guard lock(log_mutex);
+  logged.emplace_back(m);
+}
+}  // namespace
+
+// A job with the token of a running job is refused at once; a process that knows the job's
+// socket but not its token is refused (and logged), and the job goes on.
+BOOST_AUTO_TEST_CASE(the_token_keeps_jobs_and_strangers_out) {
+  auto previous = gcl::set_log_handler(&record);
+  gcl::shm_options o = with(60s);
+  o.size = 2;
+  o.token = "gcl-test-token-" + std::to_string(::getpid());
+  std::int64_t sum = 0;
+  std::jthread rank0([&] {
+    auto opts = o;
+    opts.rank = 0;
+    gcl::communicator comm(gcl::shm_transport{opts});
+    std::int64_t x = 5;
+    gcl::all_reduce(comm, std::span(&x, 1), gcl::sum{}, gcl::tree{});
+    sum = x;
+  });
+  // Rank 0 is listening once a connection succeeds.
+  socklen_t len = 0;
+  auto addr = gcl::detail::shm_rendezvous::address(o, len);
+  int fd = -1;
+  for (int i = 0; i < 10000; ++i) {
+    fd = ::socket(AF_UNIX, SOCK_SEQPACKET, 0);
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), len) == 0) break;
+    ::close(fd);
+    fd = -1;
+    std::this_thread::sleep_for(1ms);
+  }
+  BOOST_TEST_REQUIRE(fd >= 0);
+  // The same token again: another job's rank 0 cannot take the name.
+  auto other = o;
+  other.rank = 0;
+  auto what = error_of([&] { gcl::shm_transport t{other}; });
+  BOOST_TEST(what.find("same job token") != std::string::npos, what);
+  // A stranger: the right name, the wrong token.
+  gcl::detail::shm_hello h;
+  h.rank = 1;
+  h.size = 2;
+  h.token_check = gcl::detail::shm_token_hash("gcl-shm-check:", "a guess");
+  BOOST_TEST(::send(fd, &h, sizeof h, 0) == static_cast<ssize_t>(sizeof h));
+  gcl::detail::shm_welcome w;
+  BOOST_TEST(::recv(fd, &w, sizeof w, 0) == static_cast<ssize_t>(sizeof w));
+  BOOST_TEST(w.accepted == 0u);
+  BOOST_TEST(std::string(w.why).find("token") != std::string::npos, w.why);
+  ::close(fd);
+  {
+    auto opts = o;
+    opts.rank = 1;
+    gcl::communicator comm(gcl::shm_transport{opts});
+    std::int64_t x = 7;
+    gcl::all_reduce(comm, std::span(&x, 1), gcl::sum{}, gcl::tree{});
+    BOOST_TEST(x == 12);
+  }
+  rank0.join();
+  BOOST_TEST(sum == 12);
+  gcl::set_log_handler(previous);
+  std::lock_guard lock(log_mutex);
+  bool refused = false;
+  for (auto const& m : logged) refused = refused || m.find("refused a process") != std::string::npos;
+  BOOST_TEST(refused);
+}

@@ -1,0 +1,123 @@
+#pragma once
+// Runs a shm job as processes forked from the test: rank r's process builds its shm_transport
+// from the options given (rank r, a token of the job's own), runs `f(comm)`, which returns the
+// bytes it wants the test to see, and exits; what it returned, or its error, is in a file the
+// test reads after the process ended. Nothing here waits for a time: a process that hangs is
+// the ctest timeout's.
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gcl/transport/shm.hpp>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace gcl_test {
+
+inline std::string random_token(char const* what) {
+  std::random_device rd;
+  return std::string("gcl-test-") + what + "-" + std::to_string(rd()) + "-" + std::to_string(rd());
+}
+
+// A temporary directory that removes itself.
+struct temp_dir {
+  std::filesystem::path path;
+  temp_dir() {
+    std::string t = (std::filesystem::temp_directory_path() / "gcl-shm-test-XXXXXX").string();
+    if (::mkdtemp(t.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
+    path = t;
+  }
+  ~temp_dir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+  std::string file(int rank, char const* ext) const {
+    return (path / (std::to_string(rank) + ext)).string();
+  }
+};
+
+inline std::string read_file(std::string const& name) {
+  std::ifstream f(name, std::ios::binary);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+struct rank_outcome {
+  int status = 0;      // waitpid's
+  std::string output;  // what f returned
+  std::string error;   // what() of what it threw
+  bool exited_with(int code) const { return WIFEXITED(status) && WEXITSTATUS(status) == code; }
+};
+
+// Starts rank `rank` of a job: a child process that runs f and _exits (0, or 1 after an
+// exception). Returns its pid.
+inline pid_t start_rank(temp_dir const& dir, gcl::shm_options o, int rank,
+                        std::function<std::string(gcl::communicator<gcl::shm_transport>&)> const& f) {
+  std::fflush(nullptr);
+  pid_t pid = ::fork();
+  if (pid != 0) return pid;
+  int code = 0;
+  try {
+    o.rank = rank;
+    std::string out;
+    {
+      gcl::communicator<gcl::shm_transport> comm(gcl::shm_transport{o});
+      out = f(comm);
+    }
+    std::ofstream(dir.file(rank, ".out"), std::ios::binary) << out;
+  } catch (std::exception const& e) {
+    std::ofstream(dir.file(rank, ".err")) << e.what();
+    code = 1;
+  } catch (...) {
+    code = 2;
+  }
+  ::_exit(code);
+}
+
+inline rank_outcome finish_rank(temp_dir const& dir, pid_t pid, int rank) {
+  rank_outcome r;
+  while (::waitpid(pid, &r.status, 0) < 0 && errno == EINTR) {
+  }
+  r.output = read_file(dir.file(rank, ".out"));
+  r.error = read_file(dir.file(rank, ".err"));
+  return r;
+}
+
+// Runs a whole job of `size` processes and returns each rank's outcome.
+inline std::vector<rank_outcome> run_job(
+    int size, gcl::shm_options o,
+    std::function<std::string(gcl::communicator<gcl::shm_transport>&)> const& f) {
+  temp_dir dir;
+  o.size = size;
+  if (o.token.empty()) o.token = random_token("job");
+  std::vector<pid_t> pids;
+  for (int r = 0; r < size; ++r) pids.push_back(start_rank(dir, o, r, f));
+  std::vector<rank_outcome> out;
+  for (int r = 0; r < size; ++r) out.push_back(finish_rank(dir, pids[r], r));
+  return out;
+}
+
+// The names in /dev/shm (empty if there is none): a job must leave it as it found it.
+inline std::vector<std::string> dev_shm_names() {
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (auto const& e : std::filesystem::directory_iterator("/dev/shm", ec))
+    names.push_back(e.path().filename().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+}  // namespace gcl_test
