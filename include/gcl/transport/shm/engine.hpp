@@ -37,6 +37,7 @@
 #include "../../detail/call_progress.hpp"
 #include "../../detail/error_text.hpp"
 #include "../../error.hpp"
+#include "../inproc/fence.hpp"
 #include "futex.hpp"
 #include "options.hpp"
 #include "rendezvous.hpp"
@@ -123,12 +124,12 @@ class shm_impl {
   shm_options const& options() const noexcept { return o_; }
   // Whether messages from `peer` of at least offer_bytes are copied once (cross-memory attach).
   bool copies_once_from(int peer) const noexcept {
-    return seg_.pair(peer, o_.rank).pull_ok.load(std::memory_order_relaxed) != 0;
+    return seg_->pair(peer, o_.rank).pull_ok.load(std::memory_order_relaxed) != 0;
   }
 
   // Never throws when a collective ends (the communicator resets the call from a destructor).
   void set_call(call_info const& c) {
-    auto& me = seg_.rank(o_.rank);
+    auto& me = seg_->rank(o_.rank);
     if (c.kind == call_kind::point_to_point) {
       call_ = c;
       progress_.set(c);
@@ -184,16 +185,16 @@ class shm_impl {
     shm_rendezvous rv(o_, deadline);
     auto joined = o_.rank == 0 ? rv.lead(seg_) : rv.join();
     unique_fd segment_fd(joined.segment_fd);
-    if (o_.rank != 0) seg_.join(segment_fd.get(), o_.size, prefix_);
+    if (o_.rank != 0) seg_ = shm_segment::attach(segment_fd.get(), o_.size, prefix_);
     segment_fd.reset();  // the mapping keeps the memory; nothing names it any more
     peers_ = std::move(joined.peers);
     mapped_ = true;
     incoming_.resize(static_cast<std::size_t>(o_.size));
     queues_.resize(static_cast<std::size_t>(o_.size));
     heads_.assign(static_cast<std::size_t>(o_.size), 0);
-    ring_ = seg_.ring_bytes();
+    ring_ = seg_->ring_bytes();
 
-    auto& me = seg_.rank(o_.rank);
+    auto& me = seg_->rank(o_.rank);
     probe_ = shm_magic ^ static_cast<std::uint64_t>(o_.rank);
     me.pid.store(static_cast<std::int32_t>(::getpid()), std::memory_order_relaxed);
     me.probe_address.store(reinterpret_cast<std::uintptr_t>(&probe_), std::memory_order_relaxed);
@@ -201,13 +202,13 @@ class shm_impl {
     // Which peers' memory this rank can read: where it can, their large messages are copied
     // once, straight from their buffers (the kernel may forbid it: ptrace rules, seccomp).
     for (int s = 0; s < o_.size; ++s)
-      seg_.pair(s, o_.rank).pull_ok.store(can_read(s) ? 1 : 0, std::memory_order_relaxed);
+      seg_->pair(s, o_.rank).pull_ok.store(can_read(s) ? 1 : 0, std::memory_order_relaxed);
     barrier(2, deadline);
   }
 
   // Every rank has reached this point of the setup (the n-th time).
   void barrier(unsigned n, clock::time_point deadline) {
-    auto& ready = seg_.header().ready;
+    auto& ready = seg_->header().ready;
     ready.fetch_add(1, std::memory_order_acq_rel);
     for (int r = 0; r < o_.size; ++r) ring_bell(r, false);
     auto const want = n * static_cast<unsigned>(o_.size);
@@ -220,7 +221,7 @@ class shm_impl {
 
   bool can_read(int s) const {
     if (!o_.cross_memory_attach) return false;
-    auto const& peer = seg_.rank(s);
+    auto const& peer = seg_->rank(s);
     auto const pid = peer.pid.load(std::memory_order_relaxed);
     if (pid == ::getpid()) return true;  // a thread of this process: a plain memcpy
     std::uint64_t value = 0;
@@ -236,7 +237,7 @@ class shm_impl {
   void end() noexcept {
     if (!mapped_) return;
     bool const failing = poisoned_ || std::uncaught_exceptions() > 0;
-    auto& me = seg_.rank(o_.rank);
+    auto& me = seg_->rank(o_.rank);
     me.in_call.store(0, std::memory_order_relaxed);
     me.ended.store(failing ? 2 : 1, std::memory_order_release);
     for (int r = 0; r < o_.size; ++r)
@@ -256,7 +257,7 @@ class shm_impl {
   // Writes `out` to `peer`'s ring, or an offer of it for a large message when the peer can read
   // this process's memory. Returns whether it offered (then finish_offer or withdraw).
   bool post(int peer, tag tg, std::span<std::byte const> out) {
-    auto& pb = seg_.pair(o_.rank, peer);
+    auto& pb = seg_->pair(o_.rank, peer);
     bool const offer = out.size() >= o_.offer_bytes && !out.empty() &&
                        pb.pull_ok.load(std::memory_order_relaxed) != 0;
     shm_message h;
@@ -274,8 +275,8 @@ class shm_impl {
   // Copies n bytes into the ring to `peer`, as much at a time as it has room for (`whole`: all
   // at once, for a header), waiting for room in between.
   void write(int peer, tag tg, void const* from, std::size_t n, bool whole, std::size_t message) {
-    auto& pb = seg_.pair(o_.rank, peer);
-    auto* ring = seg_.ring(o_.rank, peer);
+    auto& pb = seg_->pair(o_.rank, peer);
+    auto* ring = seg_->ring(o_.rank, peer);
     auto& head = heads_[static_cast<std::size_t>(peer)];
     auto const* src = static_cast<std::byte const*>(from);
     while (n > 0) {
@@ -297,7 +298,7 @@ class shm_impl {
 
   // Waits until `peer` has copied the offered message, then the sender's buffer is free.
   void finish_offer(int peer, tag tg, std::size_t bytes) {
-    auto& pb = seg_.pair(o_.rank, peer);
+    auto& pb = seg_->pair(o_.rank, peer);
     auto taken = [&] { return pb.offer_state.load(std::memory_order_acquire) == offer_done; };
     try {
       if (!taken()) wait(taken, peer, "send to", tg, bytes);
@@ -310,7 +311,7 @@ class shm_impl {
 
   // The call is failing with an offer out: after this, `peer` no longer reads the buffer.
   void withdraw(int peer) noexcept {
-    auto& pb = seg_.pair(o_.rank, peer);
+    auto& pb = seg_->pair(o_.rank, peer);
     auto st = static_cast<std::uint32_t>(offer_posted);
     if (pb.offer_state.compare_exchange_strong(st, offer_withdrawn, std::memory_order_acq_rel))
       return;
@@ -384,8 +385,8 @@ class shm_impl {
 
   void drain(int s) {
     auto& in = incoming_[static_cast<std::size_t>(s)];
-    auto& pb = seg_.pair(s, o_.rank);
-    auto const* ring = seg_.ring(s, o_.rank);
+    auto& pb = seg_->pair(s, o_.rank);
+    auto const* ring = seg_->ring(s, o_.rank);
     bool moved = false;
     for (;;) {
       auto const avail = pb.head.load(std::memory_order_acquire) - in.tail;
@@ -449,7 +450,7 @@ class shm_impl {
 
   // Copies an offered message out of the sender's memory: one copy, from its buffer to ours.
   void pull(int s, shm_incoming& in) {
-    auto& pb = seg_.pair(s, o_.rank);
+    auto& pb = seg_->pair(s, o_.rank);
     auto st = static_cast<std::uint32_t>(offer_posted);
     if (!pb.offer_state.compare_exchange_strong(st, offer_copying, std::memory_order_acq_rel)) {
       // Withdrawn: the sender is failing, and says why in the job's abort state.
@@ -460,7 +461,7 @@ class shm_impl {
       return;
     }
     auto const bytes = static_cast<std::size_t>(in.header.size);
-    auto const pid = seg_.rank(s).pid.load(std::memory_order_relaxed);
+    auto const pid = seg_->rank(s).pid.load(std::memory_order_relaxed);
     std::string error;
     if (pid == ::getpid()) {
       std::memcpy(in.destination, reinterpret_cast<void const*>(in.header.address), bytes);
@@ -520,7 +521,7 @@ class shm_impl {
         std::this_thread::yield();
       }
     }
-    auto& me = seg_.rank(o_.rank);
+    auto& me = seg_->rank(o_.rank);
     me.waiting_for.store(peer, std::memory_order_relaxed);
     struct unwind {
       shm_rank_block& me;
@@ -534,7 +535,7 @@ class shm_impl {
         shm_rank_block& me;
         ~awake() { me.sleepers.fetch_sub(1, std::memory_order_relaxed); }
       } registered{me};
-      std::atomic_thread_fence(std::memory_order_seq_cst);
+      full_fence();
       auto const bell = me.bell.load(std::memory_order_acquire);
       if (look()) return true;
       throw_if_aborted(peer);
@@ -555,8 +556,10 @@ class shm_impl {
   // Tells rank r that something it may wait for changed: a release of its futex, only when it
   // sleeps (`force`: always, for an abort or an end).
   void ring_bell(int r, bool force) noexcept {
-    auto& b = seg_.rank(r);
-    std::atomic_thread_fence(std::memory_order_seq_cst);
+    auto& b = seg_->rank(r);
+    // Dekker's pairing with await's registration; a full fence on both sides (membarrier, which
+    // inproc uses to spare the waker its fence, reaches only the threads of one process).
+    full_fence();
     if (!force && b.sleepers.load(std::memory_order_relaxed) == 0) return;
     b.bell.fetch_add(1, std::memory_order_release);
     futex_wake_all(b.bell);
@@ -586,7 +589,7 @@ class shm_impl {
       for (std::size_t i = 0; i < fds.size(); ++i) {
         if ((fds[i].revents & (POLLHUP | POLLERR | POLLIN)) == 0) continue;
         int const r = who[i];
-        auto const ended = seg_.rank(r).ended.load(std::memory_order_acquire);
+        auto const ended = seg_->rank(r).ended.load(std::memory_order_acquire);
         if (ended == 1) {  // a clean end: what it sent is still in the segment
           peers_[static_cast<std::size_t>(r)].reset();
           continue;
@@ -599,10 +602,10 @@ class shm_impl {
                                     "or crashed)" + waiting_text(peer));
       }
     if (peer >= 0 && peer != o_.rank &&
-        seg_.rank(peer).ended.load(std::memory_order_acquire) != 0) {
+        seg_->rank(peer).ended.load(std::memory_order_acquire) != 0) {
       if (drain_rings) progress();  // everything it sent is in its ring by now
       if (ready()) return;
-      auto const last = seg_.rank(peer).call.load();
+      auto const last = seg_->rank(peer).call.load();
       fail(errc::peer_closed,
            "rank " + std::to_string(peer) + " ended its job (after " +
                (last.kind == call_kind::point_to_point ? std::string("calling no collective")
@@ -653,7 +656,7 @@ class shm_impl {
 
   // Writes the job's abort state (the first error wins) and wakes every rank.
   void abort_job(transport_error const& e) noexcept {
-    auto& h = seg_.header();
+    auto& h = seg_->header();
     std::uint32_t expected = 0;
     if (!h.abort_state.compare_exchange_strong(expected, 1, std::memory_order_acq_rel)) return;
     h.abort_code = static_cast<std::uint32_t>(e.code().value());
@@ -676,7 +679,7 @@ class shm_impl {
       }
       throw_abort(code, reason, peer);
     }
-    auto const& h = seg_.header();
+    auto const& h = seg_->header();
     auto st = h.abort_state.load(std::memory_order_acquire);
     if (st == 0) return;
     for (int i = 0; i < 1000 && st == 1; ++i) {
@@ -706,7 +709,7 @@ class shm_impl {
   std::vector<rank_status> statuses() const {
     std::vector<rank_status> all;
     for (int r = 0; r < o_.size; ++r) {
-      auto const& b = seg_.rank(r);
+      auto const& b = seg_->rank(r);
       rank_status st;
       st.rank = r;
       st.answered = r == o_.rank || !stopped(b.pid.load(std::memory_order_relaxed));
@@ -751,7 +754,7 @@ class shm_impl {
   shm_options o_;
   std::shared_ptr<shm_group_state> group_;
   std::string prefix_;
-  shm_segment seg_;
+  std::shared_ptr<shm_segment> seg_;
   bool mapped_ = false;
   std::uint64_t ring_ = 0;
   std::vector<unique_fd> peers_;          // peers_[r]: the socket whose hang-up says r is gone

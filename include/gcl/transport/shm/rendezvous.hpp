@@ -116,11 +116,11 @@ class shm_rendezvous {
   }
 
   // Rank 0: waits for the others, creates the segment (in `segment`), hands it out.
-  shm_joined lead(shm_segment& segment) {
+  shm_joined lead(std::shared_ptr<shm_segment>& segment) {
     shm_joined out;
     out.peers.resize(static_cast<std::size_t>(o_.size));
     if (o_.size == 1) {
-      out.segment_fd = segment.create(1, o_.ring_size(), prefix_);
+      out.segment_fd = create(segment);
       return out;
     }
     unique_fd listener(::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0));
@@ -160,7 +160,7 @@ class shm_rendezvous {
     }
     listener.reset();  // nobody else may join: the name is free again
 
-    int fd = segment.create(o_.size, o_.ring_size(), prefix_);
+    int fd = create(segment);
     out.segment_fd = fd;
     // One socket pair per pair of ranks other than 0 (rank 0's are the connections themselves).
     std::vector<std::vector<unique_fd>> ends(static_cast<std::size_t>(o_.size));
@@ -236,6 +236,12 @@ class shm_rendezvous {
   }
 
  private:
+  int create(std::shared_ptr<shm_segment>& segment) const {
+    segment = std::make_shared<shm_segment>();
+    int fd = segment->create(o_.size, o_.ring_size(), prefix_);
+    shm_segment::enroll(fd, segment);
+    return fd;
+  }
   long long remaining() const {
     return std::chrono::duration_cast<std::chrono::milliseconds>(deadline_ - clock::now()).count();
   }

@@ -19,8 +19,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <utility>
 
 #include "../../call_info.hpp"
 #include "../../error.hpp"
@@ -48,9 +51,9 @@ struct shm_call_slot {
   void store(call_info const& c) noexcept {
     std::uint64_t w[call_words] = {};
     std::memcpy(w, &c, sizeof c);
-    auto v = version.load(std::memory_order_relaxed);
-    version.store(v + 1, std::memory_order_relaxed);
-    std::atomic_thread_fence(std::memory_order_release);
+    // An acquire-release increment: the words' stores cannot move above it (no standalone
+    // fences, which ThreadSanitizer does not model).
+    auto v = version.fetch_add(1, std::memory_order_acq_rel);
     for (std::size_t i = 0; i < call_words; ++i) words[i].store(w[i], std::memory_order_relaxed);
     version.store(v + 2, std::memory_order_release);
   }
@@ -60,8 +63,7 @@ struct shm_call_slot {
       auto v = version.load(std::memory_order_acquire);
       if (v % 2 != 0) continue;
       std::uint64_t w[call_words];
-      for (std::size_t i = 0; i < call_words; ++i) w[i] = words[i].load(std::memory_order_relaxed);
-      std::atomic_thread_fence(std::memory_order_acquire);
+      for (std::size_t i = 0; i < call_words; ++i) w[i] = words[i].load(std::memory_order_acquire);
       if (version.load(std::memory_order_relaxed) != v) continue;
       call_info c;
       std::memcpy(&c, w, sizeof c);
@@ -169,6 +171,29 @@ class shm_segment {
                                      "not of a job of " + std::to_string(size) + " ranks");
   }
 
+  // The mapping of the segment behind `fd` in this process: ranks that are threads of one
+  // process share one mapping (one address per atomic, so that ThreadSanitizer sees how they
+  // synchronise, and one mapping instead of n). Rank 0 registers what it created; the others
+  // map it, or find it mapped.
+  static std::shared_ptr<shm_segment> attach(int fd, int size, std::string const& prefix) {
+    struct stat st {};
+    if (::fstat(fd, &st) != 0)
+      throw transport_error(errc::protocol, prefix + "rank 0 sent no usable shared segment");
+    std::lock_guard lock(registry_mutex());
+    auto& known = registry()[{st.st_dev, st.st_ino}];
+    if (auto s = known.lock()) return s;
+    auto s = std::make_shared<shm_segment>();
+    s->join(fd, size, prefix);
+    known = s;
+    return s;
+  }
+  static void enroll(int fd, std::shared_ptr<shm_segment> const& s) {
+    struct stat st {};
+    if (::fstat(fd, &st) != 0) return;
+    std::lock_guard lock(registry_mutex());
+    registry()[{st.st_dev, st.st_ino}] = s;
+  }
+
   shm_header& header() const noexcept { return *reinterpret_cast<shm_header*>(base_); }
   shm_rank_block& rank(int r) const noexcept {
     return reinterpret_cast<shm_rank_block*>(base_ + round64(sizeof(shm_header)))[r];
@@ -183,6 +208,14 @@ class shm_segment {
   int size() const noexcept { return static_cast<int>(header().size); }
 
  private:
+  static std::mutex& registry_mutex() {
+    static std::mutex m;
+    return m;
+  }
+  static std::map<std::pair<dev_t, ino_t>, std::weak_ptr<shm_segment>>& registry() {
+    static std::map<std::pair<dev_t, ino_t>, std::weak_ptr<shm_segment>> r;
+    return r;
+  }
   void map(int fd, std::size_t bytes, std::string const& prefix) {
     void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (p == MAP_FAILED)
