@@ -20,6 +20,7 @@
 #include <gcl/collective/reduce_scatter.hpp>
 #include <gcl/collective/scatter.hpp>
 
+#include <algorithm>
 #include <string>
 #include <utility>
 #include <vector>
@@ -101,19 +102,25 @@ void run_algorithm(Comm& comm, Alg const& alg, std::string const& name, std::vec
   }
 }
 
-/// `large`: one more size, for transports whose large messages take another path.
+/// `large`: one more size, for transports whose large messages take another path. `only`: the
+/// names of the algorithms to run (every one when empty), for passes that need not repeat them
+/// all.
 template <class Comm>
-std::vector<record> run_all(Comm& comm, std::size_t large = 0) {
+std::vector<record> run_all(Comm& comm, std::size_t large = 0,
+                            std::vector<std::string> const& only = {}) {
   std::vector<record> out;
-  run_algorithm(comm, gcl::tree{}, "tree", out, large);
-  run_algorithm(comm, gcl::ring{}, "ring", out, large);
-  run_algorithm(comm, gcl::direct{}, "direct", out, large);
-  run_algorithm(comm, gcl::parameter_server{}, "parameter_server", out, large);
-  if (comm.size() > 1)
-    run_algorithm(comm, gcl::parameter_server{.dedicated_server = true}, "ps-dedicated", out, large);
-  run_algorithm(comm, gcl::recursive_doubling{}, "recursive_doubling", out, large);
-  run_algorithm(comm, gcl::halving_doubling{}, "halving_doubling", out, large);
-  run_algorithm(comm, gcl::automatic{}, "automatic", out, large);
+  auto run = [&](auto const& alg, std::string const& name) {
+    if (only.empty() || std::find(only.begin(), only.end(), name) != only.end())
+      run_algorithm(comm, alg, name, out, large);
+  };
+  run(gcl::tree{}, "tree");
+  run(gcl::ring{}, "ring");
+  run(gcl::direct{}, "direct");
+  run(gcl::parameter_server{}, "parameter_server");
+  if (comm.size() > 1) run(gcl::parameter_server{.dedicated_server = true}, "ps-dedicated");
+  run(gcl::recursive_doubling{}, "recursive_doubling");
+  run(gcl::halving_doubling{}, "halving_doubling");
+  run(gcl::automatic{}, "automatic");
   return out;
 }
 

@@ -5,8 +5,17 @@
 // same inputs: the results must be bit-identical. Over ranks that are threads of this process
 // (one segment, the same rings a job of processes has) with each way a large message can take
 // (copied once, or streamed through a ring smaller than it), and over ranks that are processes
-// forked from this test (copied with process_vm_readv where the kernel allows it), one of them
-// with a /dev/shm far too small for the segment, as Docker's is for large jobs.
+// forked from this test (copied with process_vm_readv where the kernel allows it, else streamed
+// through a ring smaller than it), one of them with a /dev/shm far too small for the segment,
+// as Docker's is for large jobs.
+//
+// One test case per pass and world size, and CMake runs groups of them as tests of their own,
+// so that each takes a few seconds under ThreadSanitizer or on a loaded machine (and they run
+// in parallel). The thresholds are scaled down rather than the messages up: offers from 16 KiB,
+// rings of 16 KiB, and a "large" size of 24000 bytes that crosses both. The paths are those the
+// defaults (64 KiB, up to 256 KiB) select for larger messages, at a twelfth of the bytes to
+// generate, reduce and compare (which is what made this test slow under TSan). Messages past
+// the default thresholds are tested in shm.cpp (fifo_per_tag_messages_to_oneself_and_eager_sends).
 
 #include <sched.h>
 #include <sys/mount.h>
@@ -17,6 +26,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -28,8 +38,12 @@ namespace {
 using gcl_test::record;
 using gcl_test::run_all;
 
-// More floats than a 256 KiB ring holds, more bytes than offer_bytes: the large paths.
-constexpr std::size_t large = 70000;
+constexpr std::size_t offer_bytes = 16 * 1024;
+constexpr std::size_t ring_bytes = 16 * 1024;
+// More bytes than offer_bytes and than a ring holds: the large paths. (The algorithms also send
+// pieces of it, and the smaller sizes, which take the ring.)
+constexpr std::size_t large = 6000;
+static_assert(large * sizeof(float) > offer_bytes && large * sizeof(float) > ring_bytes);
 
 std::string serialize(std::vector<record> const& rs) {
   std::string s;
@@ -79,57 +93,100 @@ void compare(int p, char const* how, std::vector<std::vector<record>> const& got
   }
 }
 
-std::vector<std::vector<record>> reference(int p) {
-  return gcl::spawn<gcl::inproc_transport>(p, [](auto& comm) { return run_all(comm, large); });
+// inproc's results at P, computed once per process and shared by the passes that compare to it.
+std::vector<std::vector<record>> const& reference(int p) {
+  static std::map<int, std::vector<std::vector<record>>> done;
+  auto it = done.find(p);
+  if (it == done.end())
+    it = done.emplace(p, gcl::spawn<gcl::inproc_transport>(
+                             p, [](auto& comm) { return run_all(comm, large); }))
+             .first;
+  return it->second;
+}
+
+gcl::shm_options scaled() {
+  gcl::shm_options o;
+  o.timeout = std::chrono::seconds{60};  // a hang guard only: nothing here waits for a time
+  o.offer_bytes = offer_bytes;
+  return o;
+}
+
+// Ranks are threads; large messages are offered and copied once (memcpy from the sender's
+// buffer, where processes use process_vm_readv).
+void threads_copied_once(int p) {
+  auto const& want = reference(p);
+  auto got = gcl::spawn<gcl::shm_transport>(p, [](auto& comm) { return run_all(comm, large); },
+                                            scaled());
+  BOOST_TEST_MESSAGE("P=" << p << ": " << got[0].size() << " results per rank compared");
+  BOOST_TEST(got[0].size() > 100u);
+  compare(p, "copied once", got, want);
+}
+
+// No cross-memory attach and a ring smaller than the large messages: every message streams
+// through the rings, a large one a ring's worth at a time as its receiver drains it. Over the
+// algorithms whose traffic differs most: a whole buffer to one peer (tree), pieces around a
+// ring with sendrecv (ring), every rank to every rank at once (direct), and both sides of a
+// pair sending a whole buffer to each other (recursive_doubling).
+void threads_streamed(int p) {
+  std::vector<std::string> const some{"tree", "ring", "direct", "recursive_doubling"};
+  auto want = gcl::spawn<gcl::inproc_transport>(
+      p, [&](auto& comm) { return run_all(comm, large, some); });
+  auto o = scaled();
+  o.cross_memory_attach = false;
+  o.ring_bytes = ring_bytes;
+  auto got = gcl::spawn<gcl::shm_transport>(
+      p, [&](auto& comm) { return run_all(comm, large, some); }, o);
+  BOOST_TEST(got[0].size() > 50u);
+  compare(p, "streamed", got, want);
+}
+
+// Ranks are processes forked from this test; large messages are copied with process_vm_readv
+// where the kernel allows it (the log says which), else streamed through a ring smaller than
+// them. The job leaves /dev/shm as it was.
+void processes(int p) {
+  auto const before = gcl_test::dev_shm_names();
+  auto const& want = reference(p);
+  auto o = scaled();
+  o.ring_bytes = ring_bytes;
+  bool once = true;
+  auto outcomes = gcl_test::run_job(p, o, [&](auto& comm) {
+    if (comm.size() > 1) once = comm.transport().copies_once_from((comm.rank() + 1) % comm.size());
+    auto out = serialize(run_all(comm, large));
+    return std::string(once ? "1" : "0") + out;
+  });
+  std::vector<std::vector<record>> got;
+  for (int r = 0; r < p; ++r) {
+    BOOST_TEST_REQUIRE(outcomes[r].exited_with(0), "P=" << p << " rank " << r << ": "
+                                                         << outcomes[r].error);
+    auto const& out = outcomes[r].output;
+    BOOST_TEST_REQUIRE(!out.empty());
+    if (r == 0)
+      BOOST_TEST_MESSAGE("P=" << p << ": large messages "
+                              << (out[0] == '1' ? "copied once (process_vm_readv)"
+                                                : "streamed through the rings"));
+    got.push_back(deserialize(out.substr(1)));
+  }
+  compare(p, "processes", got, want);
+  BOOST_TEST(gcl_test::dev_shm_names() == before, "the job left something in /dev/shm");
 }
 
 }  // namespace
 
-BOOST_AUTO_TEST_CASE(threads_are_bit_identical_to_inproc) {
-  for (int p : {1, 2, 3, 4, 5, 8}) {
-    auto want = reference(p);
-    gcl::shm_options o;
-    o.timeout = std::chrono::seconds{60};
-    auto got = gcl::spawn<gcl::shm_transport>(p, [](auto& comm) { return run_all(comm, large); }, o);
-    BOOST_TEST_MESSAGE("P=" << p << ": " << got[0].size() << " results per rank compared");
-    BOOST_TEST(got[0].size() > 100u);
-    compare(p, "copied once", got, want);
-    // No cross-memory attach and a small ring: every large message streams through it.
-    o.cross_memory_attach = false;
-    o.ring_bytes = 16 * 1024;
-    got = gcl::spawn<gcl::shm_transport>(p, [](auto& comm) { return run_all(comm, large); }, o);
-    compare(p, "streamed", got, want);
-  }
-}
-
-BOOST_AUTO_TEST_CASE(processes_are_bit_identical_to_inproc_and_leave_dev_shm_alone) {
-  auto const before = gcl_test::dev_shm_names();
-  for (int p : {1, 2, 3, 4, 5, 8}) {
-    auto want = reference(p);
-    gcl::shm_options o;
-    o.timeout = std::chrono::seconds{60};
-    bool once = true;
-    auto outcomes = gcl_test::run_job(p, o, [&](auto& comm) {
-      if (comm.size() > 1) once = comm.transport().copies_once_from((comm.rank() + 1) % comm.size());
-      auto out = serialize(run_all(comm, large));
-      return std::string(once ? "1" : "0") + out;
-    });
-    std::vector<std::vector<record>> got;
-    for (int r = 0; r < p; ++r) {
-      BOOST_TEST_REQUIRE(outcomes[r].exited_with(0), "P=" << p << " rank " << r << ": "
-                                                           << outcomes[r].error);
-      auto const& out = outcomes[r].output;
-      BOOST_TEST_REQUIRE(!out.empty());
-      if (r == 0)
-        BOOST_TEST_MESSAGE("P=" << p << ": large messages "
-                                << (out[0] == '1' ? "copied once (process_vm_readv)"
-                                                  : "streamed through the rings"));
-      got.push_back(deserialize(out.substr(1)));
-    }
-    compare(p, "processes", got, want);
-  }
-  BOOST_TEST(gcl_test::dev_shm_names() == before, "the jobs left something in /dev/shm");
-}
+BOOST_AUTO_TEST_CASE(threads_p1) { threads_copied_once(1); }
+BOOST_AUTO_TEST_CASE(threads_p2) { threads_copied_once(2); }
+BOOST_AUTO_TEST_CASE(threads_p3) { threads_copied_once(3); }
+BOOST_AUTO_TEST_CASE(threads_p4) { threads_copied_once(4); }
+BOOST_AUTO_TEST_CASE(threads_p5) { threads_copied_once(5); }
+BOOST_AUTO_TEST_CASE(threads_p8) { threads_copied_once(8); }
+BOOST_AUTO_TEST_CASE(streamed_p2) { threads_streamed(2); }
+BOOST_AUTO_TEST_CASE(streamed_p3) { threads_streamed(3); }
+BOOST_AUTO_TEST_CASE(streamed_p5) { threads_streamed(5); }
+BOOST_AUTO_TEST_CASE(processes_p1) { processes(1); }
+BOOST_AUTO_TEST_CASE(processes_p2) { processes(2); }
+BOOST_AUTO_TEST_CASE(processes_p3) { processes(3); }
+BOOST_AUTO_TEST_CASE(processes_p4) { processes(4); }
+BOOST_AUTO_TEST_CASE(processes_p5) { processes(5); }
+BOOST_AUTO_TEST_CASE(processes_p8) { processes(8); }
 
 // Docker's /dev/shm is 64 MiB; a segment of 8 ranks is larger than what this one allows (64
 // KiB). The segment is not there, so the job runs. Needs a mount namespace (root, or a user
@@ -145,9 +202,11 @@ BOOST_AUTO_TEST_CASE(a_tiny_dev_shm_does_not_matter) {
     gcl::shm_options o;
     o.timeout = std::chrono::seconds{60};
     auto outcomes = gcl_test::run_job(8, o, [](auto& comm) {
-      std::vector<float> v(large, 1.0f);
+      // The default thresholds (pieces of 35 KB: through the default rings).
+      std::size_t const n = 70000;
+      std::vector<float> v(n, 1.0f);
       gcl::all_reduce(comm, v, gcl::sum{}, gcl::ring{});
-      return std::string(v[0] == 8.0f && v[large - 1] == 8.0f ? "ok" : "wrong");
+      return std::string(v[0] == 8.0f && v[n - 1] == 8.0f ? "ok" : "wrong");
     });
     for (auto const& o2 : outcomes)
       if (!o2.exited_with(0) || o2.output != "ok") {
