@@ -57,9 +57,12 @@ struct shm_hello {
   std::uint32_t reserved = 0;
   std::uint64_t token_check = 0;
 };
+// `accepted` of a welcome: 1, a segment descriptor comes with it; 0, this process is refused
+// (`why`); 2, the job's setup failed (`why`: a rank that had joined is gone).
+inline constexpr std::uint32_t shm_refused = 0, shm_accepted = 1, shm_setup_failed = 2;
 struct shm_welcome {
   std::uint64_t magic = shm_magic;
-  std::uint32_t accepted = 0;  // 1: a segment descriptor comes with this message
+  std::uint32_t accepted = shm_refused;
   std::uint32_t descriptors = 0;  // socket ends that follow, one message each
   char why[240] = {};             // when refused
 };
@@ -137,6 +140,12 @@ class shm_rendezvous {
     if (::listen(listener.get(), 128) != 0)
       fail(errc::protocol, "cannot listen on the job's Unix socket: " + last_error());
 
+    // A rank that has joined sends nothing more: its socket becoming readable (end of file) or
+    // hanging up means that its process is gone, and the job cannot form. Watched beside the
+    // listener, so that the others learn it at once and not from the setup timeout.
+    std::vector<pid_t> pids(static_cast<std::size_t>(o_.size), 0);
+    std::vector<pollfd> fds;
+    std::vector<int> who;
     int joined = 1;
     while (joined < o_.size) {
       auto left = remaining();
@@ -148,13 +157,29 @@ class shm_rendezvous {
                                 ": rank(s) " + missing + " of " + std::to_string(o_.size) +
                                 " did not join (job token from " + o_.token_origin() + ")");
       }
-      pollfd p{listener.get(), POLLIN, 0};
-      if (::poll(&p, 1, static_cast<int>(std::min<long long>(left, 100))) <= 0) continue;
+      fds.assign(1, pollfd{listener.get(), POLLIN, 0});
+      who.assign(1, 0);
+      for (int r = 1; r < o_.size; ++r)
+        if (out.peers[r]) {
+          fds.push_back({out.peers[r].get(), POLLIN, 0});
+          who.push_back(r);
+        }
+      if (::poll(fds.data(), fds.size(), static_cast<int>(std::min<long long>(left, 100))) <= 0)
+        continue;
+      for (std::size_t i = 1; i < fds.size(); ++i)
+        if ((fds[i].revents & (POLLIN | POLLHUP | POLLERR)) != 0)
+          setup_failed(out, "rank " + std::to_string(who[i]) + " (pid " +
+                                std::to_string(pids[who[i]]) +
+                                ") died during the setup: its process ended after it joined, "
+                                "before every rank had");
+      if ((fds[0].revents & POLLIN) == 0) continue;
       unique_fd c(::accept4(listener.get(), nullptr, nullptr, SOCK_CLOEXEC));
       if (!c) continue;
-      int r = admit(c.get(), out);
+      pid_t pid = 0;
+      int r = admit(c.get(), out, pid);
       if (r > 0) {
         out.peers[r] = std::move(c);
+        pids[r] = pid;
         ++joined;
       }
     }
@@ -175,7 +200,7 @@ class shm_rendezvous {
       }
     for (int k = 1; k < o_.size; ++k) {
       shm_welcome w;
-      w.accepted = 1;
+      w.accepted = shm_accepted;
       w.descriptors = static_cast<std::uint32_t>(o_.size - 2);
       send_with_fd(out.peers[k].get(), &w, sizeof w, fd, k);
       for (int j = 1; j < o_.size; ++j)
@@ -216,7 +241,12 @@ class shm_rendezvous {
     shm_welcome w;
     int fd = receive_with_fd(c.get(), &w, sizeof w);
     unique_fd segment_fd(fd);
-    if (w.magic != shm_magic || w.accepted != 1 || fd < 0) {
+    if (w.magic == shm_magic && w.accepted == shm_setup_failed) {
+      if (fd >= 0) ::close(fd);
+      w.why[sizeof w.why - 1] = '\0';
+      fail(errc::peer_closed, std::string("the shm job's setup failed: ") + w.why);
+    }
+    if (w.magic != shm_magic || w.accepted != shm_accepted || fd < 0) {
       w.why[sizeof w.why - 1] = '\0';
       fail(errc::connection_refused,
            std::string("rank 0 refused this rank: ") + (w.why[0] != '\0' ? w.why : "no reason given"));
@@ -250,9 +280,20 @@ class shm_rendezvous {
     throw transport_error(code, prefix_ + what);
   }
 
-  // Reads a hello from a new connection; returns the rank it is admitted as, or -1 after
-  // refusing it (with a reason, to it and to the log).
-  int admit(int fd, shm_joined const& so_far) {
+  // A rank that had joined is gone before the job formed: every other rank that has joined is
+  // told why (a welcome that says the setup failed), and rank 0 throws with it.
+  [[noreturn]] void setup_failed(shm_joined& out, std::string const& why) const {
+    shm_welcome w;
+    w.accepted = shm_setup_failed;
+    std::snprintf(w.why, sizeof w.why, "%s", why.c_str());
+    for (auto& c : out.peers)
+      if (c) (void)::send(c.get(), &w, sizeof w, MSG_NOSIGNAL);
+    fail(errc::peer_closed, why);
+  }
+
+  // Reads a hello from a new connection; returns the rank it is admitted as (and its pid in
+  // `pid`), or -1 after refusing it (with a reason, to it and to the log).
+  int admit(int fd, shm_joined const& so_far, pid_t& pid) {
     ucred cred{};
     socklen_t cl = sizeof cred;
     std::string why;
@@ -277,6 +318,7 @@ class shm_rendezvous {
       why = "its rank " + std::to_string(h.rank) + " is out of range";
     else if (so_far.peers[h.rank])
       why = "rank " + std::to_string(h.rank) + " has already joined";
+    pid = cred.pid;
     if (why.empty()) return h.rank;
     log(log_level::warning, prefix_ + "refused a process (pid " + std::to_string(cred.pid) +
                                 ") that tried to join this shm job: " + why);
@@ -330,7 +372,10 @@ class shm_rendezvous {
         std::memcpy(&fd, CMSG_DATA(c), sizeof fd);
     if (got != static_cast<ssize_t>(n)) {
       if (fd >= 0) ::close(fd);
-      if (got == 0) fail(errc::peer_closed, "rank 0 closed the rendezvous before this rank joined");
+      if (got == 0)
+        fail(errc::peer_closed,
+             "rank 0 died or left during the setup: it closed the rendezvous before handing out "
+             "the segment");
       fail(errc::protocol, "rank 0 sent a malformed rendezvous message");
     }
     return fd;
