@@ -99,12 +99,14 @@ void fill_pool(Comm& comm, std::size_t bytes) {
   posted.wait();
 }
 
-// On p inproc ranks: fills the pools with messages of `max_bytes`, runs `step(comm, i)`
-// `warmup` times on every rank, then `iterations` more times, and returns how many allocations
-// all ranks together made in the measured part. GCL_TRAP_ALLOCATIONS=1 aborts at the first one,
-// for a debugger's backtrace.
-template <class Step>
-long allocations_when_warm(int p, std::size_t max_bytes, int warmup, int iterations, Step step) {
+// On p ranks of `Transport` (threads of this process, gcl::spawn; inproc unless said otherwise,
+// with `opts`): fills the pools with messages of `max_bytes`, runs `step(comm, i)` `warmup`
+// times on every rank, then `iterations` more times, and returns how many allocations all ranks
+// together made in the measured part. GCL_TRAP_ALLOCATIONS=1 aborts at the first one, for a
+// debugger's backtrace.
+template <class Transport = gcl::inproc_transport, class Step>
+long allocations_when_warm(int p, std::size_t max_bytes, int warmup, int iterations, Step step,
+                           typename Transport::options opts = {}) {
   // The barrier's completion step runs once, while every rank is stopped in the barrier, so the
   // snapshots bracket exactly the measured iterations of all ranks.
   long snapshot[2] = {0, 0};
@@ -115,13 +117,16 @@ long allocations_when_warm(int p, std::size_t max_bytes, int warmup, int iterati
     ++phase;
   };
   std::barrier sync(p, on_completion);
-  gcl::spawn<gcl::inproc_transport>(p, [&](auto& comm) {
-    fill_pool(comm, max_bytes);
-    for (int i = 0; i < warmup; ++i) step(comm, i);
-    sync.arrive_and_wait();
-    for (int i = 0; i < iterations; ++i) step(comm, i);
-    sync.arrive_and_wait();
-  });
+  gcl::spawn<Transport>(
+      p,
+      [&](auto& comm) {
+        fill_pool(comm, max_bytes);
+        for (int i = 0; i < warmup; ++i) step(comm, i);
+        sync.arrive_and_wait();
+        for (int i = 0; i < iterations; ++i) step(comm, i);
+        sync.arrive_and_wait();
+      },
+      opts);
   return snapshot[1] - snapshot[0];
 }
 

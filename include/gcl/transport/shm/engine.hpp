@@ -21,7 +21,6 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
-#include <deque>
 #include <exception>
 #include <fstream>
 #include <functional>
@@ -65,13 +64,24 @@ struct shm_group_state {
   }
 };
 
-// A message taken out of its ring before its receive was posted.
+// A message taken out of its ring before its receive was posted. Entries are kept for reuse
+// with their buffers (shm_impl::spare_), so that a warm rank allocates nothing per message.
 struct shm_entry {
   tag tg{};
   call_info call;
-  std::vector<std::byte> data;
+  std::unique_ptr<std::byte[]> buffer;  // not zeroed: every byte is written before it is read
+  std::size_t size = 0, capacity = 0;
   bool complete = false;
   bool lost = false;  // an offer its sender withdrew (the sender was failing)
+
+  std::byte* data() noexcept { return buffer.get(); }
+  // Room for n bytes; the bytes there are not kept.
+  void reserve(std::size_t n) {
+    if (n <= capacity) return;
+    buffer.reset();
+    buffer.reset(new std::byte[n]);
+    capacity = n;
+  }
 };
 
 // The message being read out of one source's ring.
@@ -191,6 +201,9 @@ class shm_impl {
     mapped_ = true;
     incoming_.resize(static_cast<std::size_t>(o_.size));
     queues_.resize(static_cast<std::size_t>(o_.size));
+    spare_.reserve(max_spare());
+    poll_fds_.reserve(static_cast<std::size_t>(o_.size));
+    poll_ranks_.reserve(static_cast<std::size_t>(o_.size));
     heads_.assign(static_cast<std::size_t>(o_.size), 0);
     ring_ = seg_->ring_bytes();
 
@@ -363,7 +376,7 @@ class shm_impl {
       wait(complete, peer, "recv from", tg, in.size());
     }
     if (e.lost) throw_aborted("recv from", peer);
-    if (e.data.size() != in.size() || !(e.call == call_)) {
+    if (e.size != in.size() || !(e.call == call_)) {
       auto v = progress_.check(e.call);
       if (v == call_progress::verdict::conflict || v == call_progress::verdict::stale)
         fail(errc::mismatch, progress_.disagreement(o_.rank, peer, e.call));
@@ -371,11 +384,50 @@ class shm_impl {
           errc::mismatch, prefix_ + "expected " + std::to_string(in.size()) + " bytes for " +
                               describe(call_) + " from rank " + std::to_string(peer) + " (" +
                               tag_text(tg) + "), but rank " + std::to_string(peer) + " sent " +
-                              std::to_string(e.data.size()) + " bytes for " + describe(e.call));
+                              std::to_string(e.size) + " bytes for " + describe(e.call));
     }
-    if (!in.empty()) std::memcpy(in.data(), e.data.data(), in.size());
+    if (!in.empty()) std::memcpy(in.data(), e.data(), in.size());
     auto& q = queues_[static_cast<std::size_t>(peer)];
-    q.erase(std::find_if(q.begin(), q.end(), [&](auto const& p) { return p.get() == &e; }));
+    auto it = std::find_if(q.begin(), q.end(), [&](auto const& p) { return p.get() == &e; });
+    auto done = std::move(*it);
+    q.erase(it);
+    recycle(std::move(done));
+  }
+
+  // The most entries kept for reuse: more than the messages a rank's steady collectives leave
+  // waiting at once, not a hoard after a burst.
+  std::size_t max_spare() const noexcept { return 4 * static_cast<std::size_t>(o_.size) + 16; }
+
+  // An entry for a message of n bytes: a kept one whose buffer holds them if there is one, else
+  // the kept one with the largest buffer (grown), else a new one.
+  std::unique_ptr<shm_entry> fresh_entry(std::size_t n) {
+    std::size_t pick = spare_.size();
+    for (std::size_t i = 0; i < spare_.size(); ++i)
+      if (spare_[i]->capacity >= n) {
+        pick = i;
+        break;
+      } else if (pick == spare_.size() || spare_[i]->capacity > spare_[pick]->capacity) {
+        pick = i;
+      }
+    std::unique_ptr<shm_entry> e;
+    if (pick < spare_.size()) {
+      e = std::move(spare_[pick]);
+      spare_[pick] = std::move(spare_.back());
+      spare_.pop_back();
+    } else {
+      e = std::make_unique<shm_entry>();
+    }
+    e->reserve(n);
+    e->size = n;
+    e->complete = false;
+    e->lost = false;
+    return e;
+  }
+
+  // Keeps a received entry for reuse (up to max_spare() of them, buffers up to 64 MiB).
+  void recycle(std::unique_ptr<shm_entry> e) noexcept {
+    if (spare_.size() < max_spare() && e->capacity <= (std::size_t{64} << 20))
+      spare_.push_back(std::move(e));  // within the capacity reserved at setup: no allocation
   }
 
   // Drains every ring to this rank as far as it has arrived; never blocks.
@@ -431,12 +483,11 @@ class shm_impl {
       in.destination = posted_.in.data();
       return;
     }
-    auto e = std::make_unique<shm_entry>();
+    auto e = fresh_entry(static_cast<std::size_t>(h.size));
     e->tg = tg;
     e->call = h.call;
-    e->data.resize(static_cast<std::size_t>(h.size));
     in.entry = e.get();
-    in.destination = e->data.data();
+    in.destination = e->data();
     queues_[static_cast<std::size_t>(s)].push_back(std::move(e));
   }
 
@@ -578,8 +629,11 @@ class shm_impl {
   // this rank waits for it, ends the wait with an error that names it.
   template <class Ready>
   void check_peers(int peer, Ready& ready, bool drain_rings) {
-    std::vector<pollfd> fds;
-    std::vector<int> who;
+    // Kept vectors (reserved at setup): a wait that sleeps allocates nothing.
+    auto& fds = poll_fds_;
+    auto& who = poll_ranks_;
+    fds.clear();
+    who.clear();
     for (int r = 0; r < o_.size; ++r)
       if (peers_[static_cast<std::size_t>(r)]) {
         fds.push_back({peers_[static_cast<std::size_t>(r)].get(), POLLIN, 0});
@@ -744,7 +798,7 @@ class shm_impl {
     for (int s = 0; s < o_.size; ++s)
       for (auto const& e : queues_[static_cast<std::size_t>(s)])
         if (count++ < 4)
-          unread += std::string(unread.empty() ? "" : ", ") + std::to_string(e->data.size()) +
+          unread += std::string(unread.empty() ? "" : ", ") + std::to_string(e->size) +
                     " bytes from rank " + std::to_string(s) + " (" + tag_text(e->tg) + ", " +
                     describe(e->call) + ")";
     if (count == 0) return {};
@@ -760,7 +814,12 @@ class shm_impl {
   std::vector<unique_fd> peers_;          // peers_[r]: the socket whose hang-up says r is gone
   std::vector<std::uint64_t> heads_;      // heads_[r]: bytes written to r's ring
   std::vector<shm_incoming> incoming_;    // incoming_[s]: what is being read from s
-  std::vector<std::deque<std::unique_ptr<shm_entry>>> queues_;  // arrived, not yet received
+  // queues_[s]: arrived from s, not yet received, oldest first. A vector whose capacity stays
+  // (a deque frees and allocates blocks as it is used).
+  std::vector<std::vector<std::unique_ptr<shm_entry>>> queues_;
+  std::vector<std::unique_ptr<shm_entry>> spare_;  // received entries, kept for reuse
+  std::vector<pollfd> poll_fds_;                   // check_peers' (kept: no allocation)
+  std::vector<int> poll_ranks_;
   shm_posted posted_;
   call_info call_{};
   call_progress progress_;
