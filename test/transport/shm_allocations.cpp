@@ -24,12 +24,14 @@
 
 namespace {
 
+// Few iterations and world sizes: a warm step allocates nothing or something every time, and
+// each spawn costs its setup and a pool fill, which a loaded machine or TSan makes slow.
 #if defined(__SANITIZE_THREAD__)  // every byte copied is instrumented: keep the run short
-constexpr int warmup = 5;
-constexpr int iterations = 20;
+constexpr int warmup = 3;
+constexpr int iterations = 10;
 #else
-constexpr int warmup = 10;
-constexpr int iterations = 50;
+constexpr int warmup = 5;
+constexpr int iterations = 30;
 #endif
 // Past offer_bytes (16 KiB here, so that the offered path is taken without megabytes) and past
 // the 16 KiB ring of the streamed runs.
@@ -69,8 +71,8 @@ BOOST_AUTO_TEST_CASE(the_counter_counts) {
 // before their receive (usually), into kept entries.
 BOOST_AUTO_TEST_CASE(send_then_recv_through_kept_entries) {
   for (auto const& [how, o] : paths())
-    for (int p : {1, 2, 3, 5})
-      for (std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{1000}, large_bytes / 4}) {
+    for (int p : {1, 2, 3})
+      for (std::size_t n : {std::size_t{0}, std::size_t{1000}, large_bytes / 4}) {
         std::vector<std::vector<std::int32_t>> out(p, std::vector<std::int32_t>(n)),
             in(p, std::vector<std::int32_t>(n));
         long count = allocations_when_warm(p, n * sizeof(std::int32_t), o, [&](auto& comm, int i) {
@@ -89,8 +91,8 @@ BOOST_AUTO_TEST_CASE(send_then_recv_through_kept_entries) {
 
 BOOST_AUTO_TEST_CASE(sendrecv_into_the_posted_buffer) {
   for (auto const& [how, o] : paths())
-    for (int p : {1, 2, 4}) {
-      for (std::size_t n : {std::size_t{1}, std::size_t{512}, large_bytes / 8}) {
+    for (int p : {2, 4}) {
+      for (std::size_t n : {std::size_t{512}, large_bytes / 8}) {
         std::vector<std::vector<double>> out(p, std::vector<double>(n)),
             in(p, std::vector<double>(n));
         long count = allocations_when_warm(p, n * sizeof(double), o, [&](auto& comm, int i) {
@@ -131,8 +133,8 @@ BOOST_AUTO_TEST_CASE(recv_posted_before_the_send) {
 // The collectives on top: a warm all_reduce (tree or ring) allocates nothing either.
 BOOST_AUTO_TEST_CASE(all_reduce_tree_and_ring_when_warm) {
   for (auto const& [how, o] : paths())
-    for (int p : {1, 2, 3, 5, 8})
-      for (std::size_t n : {std::size_t{1}, static_cast<std::size_t>(p) + 1, large_bytes / 4 + 3}) {
+    for (int p : {2, 5})
+      for (std::size_t n : {static_cast<std::size_t>(p) + 1, large_bytes / 4 + 3}) {
         std::vector<std::vector<float>> data(p, std::vector<float>(n));
         auto reduce_with = [&](auto algorithm) {
           return allocations_when_warm(p, n * sizeof(float), o, [&](auto& comm, int i) {
