@@ -242,7 +242,6 @@ class shm_rendezvous {
     int fd = receive_with_fd(c.get(), &w, sizeof w);
     unique_fd segment_fd(fd);
     if (w.magic == shm_magic && w.accepted == shm_setup_failed) {
-      if (fd >= 0) ::close(fd);
       w.why[sizeof w.why - 1] = '\0';
       fail(errc::peer_closed, std::string("the shm job's setup failed: ") + w.why);
     }
