@@ -312,7 +312,7 @@ int run(int argc, char** argv) {
 #if GCL_BENCH_TCP
       if (!detail::launched_by_launcher())
         throw gcl::usage_error(
-            "--transport tcp runs one process per rank: start it with tools/gcl-launch -n " +
+            "--transport tcp runs one process per rank: start it with tools/gcl-launch -p " +
             std::to_string(o.world_size) + " -- " + argv[0] + " --transport tcp ...");
       auto to = gcl::tcp_options::from_env();
       // --timeout bounds a failing run, as with inproc (the transport's default is 30 min).

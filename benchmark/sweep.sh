@@ -1,7 +1,7 @@
 # Sourced by scripts/bench.sh and benchmark/peers/vs_torch.sh: one sweep of a benchmark program
 # that prints gcl's CSV columns (gcl's own, Open MPI's, Gloo's, torch's), in two size ranges
 # with more iterations below 1 MiB (the second range only if $max reaches it), appended to
-# $results/NAME.csv; a rank prefix "[0] " (tools/gcl-launch) is removed and other ranks' lines
+# $results/NAME.csv; a rank prefix "[0] " (tools/gcl-launch --tag-output) is removed and other ranks' lines
 # dropped. Uses the caller's $results, $min, $max, $factor, $iters_small, $iters_large and
 # $warmup, and adds the options in the array $sweep_extra (if set; e.g. --barrier) to every
 # command.

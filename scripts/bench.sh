@@ -166,13 +166,13 @@ for rep in $(seq 1 "$reps"); do
         if ((have_tcp)); then
           for a in $algs; do
             aopt=(); [[ $a != default ]] && aopt=(--algorithm "$a")
-            gcl_sweep "r${rep}_${c}_p${p}_tcp_$a" "$repo/tools/gcl-launch" -n "$p" -- "$bin/$c" --transport tcp "${aopt[@]}" --label tcp
+            gcl_sweep "r${rep}_${c}_p${p}_tcp_$a" "$repo/tools/gcl-launch" -p "$p" -- "$bin/$c" --transport tcp "${aopt[@]}" --label tcp
           done
         fi
         gcl_sweep "r${rep}_${c}_p${p}_mpitcp" "${mpirun[@]}" -n "$p" --mca btl self,tcp --mca btl_tcp_if_include lo "$bin/mpi/$c" --label mpitcp
         if [[ " $gloo_collectives " == *" $c "* ]]; then
           # Unbound, as torchrun leaves them (gcl-launch would bind them when P <= cores).
-          gcl_sweep "r${rep}_${c}_p${p}_gloo" "$repo/tools/gcl-launch" -n "$p" --bind none -- "$bin/gloo/$c" --label gloo
+          gcl_sweep "r${rep}_${c}_p${p}_gloo" "$repo/tools/gcl-launch" -p "$p" --bind none -- "$bin/gloo/$c" --label gloo
         fi
       fi
     done
@@ -183,9 +183,9 @@ meta load_after "$(cut -d' ' -f1-3 /proc/loadavg)"
 meta commands "scripts/bench.sh $args
 $bin/<collective> --world-size P [--algorithm A] --label inproc --csv ${sweep_extra[*]} ...
 ${mpirun[*]} -n P --mca btl self,vader $bin/mpi/<collective> --csv ${sweep_extra[*]} ...
-tools/gcl-launch -n P -- $bin/<collective> --transport tcp --csv ${sweep_extra[*]} ...
+tools/gcl-launch -p P -- $bin/<collective> --transport tcp --csv ${sweep_extra[*]} ...
 ${mpirun[*]} -n P --mca btl self,tcp --mca btl_tcp_if_include lo $bin/mpi/<collective> --csv ${sweep_extra[*]} ...
-tools/gcl-launch -n P -- $bin/gloo/<collective> --csv ${sweep_extra[*]} ..."
+tools/gcl-launch -p P -- $bin/gloo/<collective> --csv ${sweep_extra[*]} ..."
 
 step "report: $out_md, $img/bench_*.png"
 python3 "$repo/benchmark/report.py" "$results" "$out_md" "$img"

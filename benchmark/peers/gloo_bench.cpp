@@ -12,7 +12,7 @@
 // a directory named after the launch's GCL_TOKEN (or --store), which rank 0 removes once every
 // rank is connected.
 //
-//   tools/gcl-launch -n 2 -- build-bench/benchmark/gloo/all_reduce --max-bytes 64M
+//   tools/gcl-launch -p 2 -- build-bench/benchmark/gloo/all_reduce --max-bytes 64M
 
 #include <gloo/allgather.h>
 #include <gloo/allreduce.h>
@@ -174,7 +174,7 @@ int env_int(std::initializer_list<char const*> names, char const* what) {
     if (char const* v = std::getenv(name); v && *v) return std::stoi(v);
   throw std::runtime_error(
       std::string("no ") + what +
-      " in the environment: start the ranks with tools/gcl-launch -n P -- ...");
+      " in the environment: start the ranks with tools/gcl-launch -p P -- ...");
 }
 
 }  // namespace
@@ -190,7 +190,7 @@ int main(int argc, char** argv) {
   CLI::App app{"Gloo " + std::string(bench::name_of(kind)) +
                " sweep with nccl-tests columns (the peer of gcl's benchmark/" +
                std::string(bench::name_of(kind)) +
-               "), one process per rank: tools/gcl-launch -n P -- " + argv[0]};
+               "), one process per rank: tools/gcl-launch -p P -- " + argv[0]};
   bench::add_common_options(app, o);
   app.add_option("--store", store,
                  "directory of the ranks' rendezvous (gloo FileStore; default: one under "

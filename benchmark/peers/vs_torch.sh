@@ -65,7 +65,7 @@ for rep in $(seq 1 "$reps"); do
   for p in $ranks; do
     gcl_sweep "r${rep}_p${p}_torch" "$py" "$repo/benchmark/peers/torch_all_reduce.py" --world-size "$p" --label torchgloo
     # --barrier: torch_all_reduce.py times each call alone after a barrier; gcl does the same here.
-    gcl_sweep "r${rep}_p${p}_tcp" "$repo/tools/gcl-launch" -n "$p" -- "$bin/all_reduce" --transport tcp --algorithm automatic --barrier --label tcp
+    gcl_sweep "r${rep}_p${p}_tcp" "$repo/tools/gcl-launch" -p "$p" -- "$bin/all_reduce" --transport tcp --algorithm automatic --barrier --label tcp
     gcl_sweep "r${rep}_p${p}_inproc" "$bin/all_reduce" --world-size "$p" --algorithm automatic --barrier --label inproc
   done
 done

@@ -19,7 +19,7 @@ fi
 mine=$(grep Cpus_allowed_list /proc/self/status | cut -f2)
 
 masks() {  # runs ranks that print their CPU mask; prints "rank mask" lines in rank order
-  "$launch" "$@" -- /bin/sh -c 'echo "mask=$(grep Cpus_allowed_list /proc/self/status | cut -f2) bound=$GCL_BOUND_CPU"' \
+  "$launch" --tag-output "$@" -- /bin/sh -c 'echo "mask=$(grep Cpus_allowed_list /proc/self/status | cut -f2) bound=$GCL_BOUND_CPU"' \
     >"$dir/out" 2>&1 || fail "gcl-launch $* failed"
   sed -n 's/^\[\([0-9]*\)\] mask=\(.*\)$/\1 \2/p' "$dir/out" | sort -n
 }
@@ -40,7 +40,7 @@ out=$(masks -n $((n + 1)) --bind core)
 grep -qx "$n ${cpu[0]} bound=${cpu[0]}" <<<"$out" || fail "--bind core: rank $n should share CPU ${cpu[0]}: $out"
 # A launcher restricted to one CPU binds there (its restriction is respected).
 if command -v taskset >/dev/null; then
-  out=$(taskset -c "${cpu[1]}" "$launch" -n 1 -- /bin/sh -c 'grep Cpus_allowed_list /proc/self/status | cut -f2' 2>&1)
+  out=$(taskset -c "${cpu[1]}" "$launch" --tag-output -p 1 -- /bin/sh -c 'grep Cpus_allowed_list /proc/self/status | cut -f2' 2>&1)
   [[ "$out" == "[0] ${cpu[1]}" ]] || fail "under taskset -c ${cpu[1]}, rank 0 ran on '$out'"
 fi
 echo PASS

@@ -21,7 +21,7 @@ trial() {  # victim how want_code want_words
   local v=$1 how=$2 want=$3 words=$4 code r
   # --timeout bounds a hang if the others did not notice (then the test fails on their
   # message, not on time); --grace is long so that only the ranks' own failures are seen.
-  "$launch" -n 4 --timeout 60 --grace 60 -- "$victim_prog" "$v" $how >"$dir/out" 2>&1
+  "$launch" --tag-output -p 4 --timeout 60 --grace 60 -- "$victim_prog" "$v" $how >"$dir/out" 2>&1
   code=$?
   grep -q "^gcl-launch: rank $v $words (the first rank to fail)$" "$dir/out" ||
     fail "victim $v ($how): gcl-launch did not name rank $v first ($words)"

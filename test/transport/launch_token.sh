@@ -9,7 +9,7 @@ trap 'rm -rf "$dir"' EXIT
 fail() { echo "FAIL: $*"; echo "--- output:"; cat "$dir/out" 2>/dev/null; exit 1; }
 
 tokens_of() {  # runs 3 ranks that print their token; prints the distinct tokens seen
-  "$launch" -n 3 "$@" -- /bin/sh -c 'echo "token=$GCL_TOKEN"' >"$dir/out" 2>&1 || fail "gcl-launch failed"
+  "$launch" --tag-output -p 3 "$@" -- /bin/sh -c 'echo "token=$GCL_TOKEN"' >"$dir/out" 2>&1 || fail "gcl-launch failed"
   (($(grep -c "^\[[0-2]\] token=" "$dir/out") == 3)) || fail "not every rank printed its token"
   sed -n 's/^\[[0-2]\] token=//p' "$dir/out" | sort -u
 }

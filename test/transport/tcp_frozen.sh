@@ -27,7 +27,7 @@ for count in 64 262144; do
   # times out by itself (3 s, then at most 1 s for its peers' answers), and the first one's abort
   # frames release the others at once, so only a survivor that does not fail by itself, not a
   # loaded machine or a sanitizer, can exceed it.
-  "$launch" -n 4 --timeout 3 --grace 15 -- "$worker" loop 100000000 "$count" >"$dir/out" 2>&1 &
+  "$launch" --tag-output -p 4 --timeout 3 --grace 15 -- "$worker" loop 100000000 "$count" >"$dir/out" 2>&1 &
   launcher=$!
   started() { [[ -s "$dir/0.pid" && -s "$dir/1.pid" && -s "$dir/2.pid" && -s "$dir/3.pid" ]]; }
   for _ in $(seq 600); do

@@ -16,8 +16,8 @@ dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 fail() { echo "FAIL: $*"; echo "--- output:"; cat "$dir/out" 2>/dev/null; exit 1; }
 
-echo "== 1. every algorithm under gcl-launch -n 4"
-"$launch" -n 4 --timeout 60 -- "$worker" algorithms >"$dir/out" 2>&1 || fail "exit code $?"
+echo "== 1. every algorithm under gcl-launch -p 4"
+"$launch" --tag-output -p 4 --timeout 60 -- "$worker" algorithms >"$dir/out" 2>&1 || fail "exit code $?"
 for r in 0 1 2 3; do
   grep -q "^\[$r\] rank $r: all_reduce with every algorithm on 4 ranks: OK" "$dir/out" || fail "rank $r did not report OK"
 done
@@ -28,7 +28,7 @@ echo "== 2. SIGKILL one rank during a long all_reduce loop"
 # by its timeout prints "timed out", one that hangs is stopped by gcl-launch (not exit code 1).
 timeout_s=60
 export GCL_WORKER_DIR=$dir
-"$launch" -n 4 --timeout $timeout_s --grace $((timeout_s + 30)) -- "$worker" loop 100000000 4096 >"$dir/out" 2>&1 &
+"$launch" --tag-output -p 4 --timeout $timeout_s --grace $((timeout_s + 30)) -- "$worker" loop 100000000 4096 >"$dir/out" 2>&1 &
 launcher=$!
 for _ in $(seq 600); do
   [[ -s "$dir/0.pid" && -s "$dir/1.pid" && -s "$dir/2.pid" && -s "$dir/3.pid" ]] && break
@@ -54,7 +54,7 @@ grep "^\[[013]\] rank" "$dir/out" | grep -v ": started$"
 echo "== 3. strangers on rank 0's port during a job"
 unset GCL_WORKER_DIR
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-"$launch" -n 3 --port "$port" --timeout 60 -- "$worker" loop 3000 1000 >"$dir/out" 2>&1 &
+"$launch" --tag-output -p 3 --port "$port" --timeout 60 -- "$worker" loop 3000 1000 >"$dir/out" 2>&1 &
 launcher=$!
 sleep 0.3
 for _ in 1 2 3; do

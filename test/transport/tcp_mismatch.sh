@@ -15,7 +15,7 @@ fail() { echo "FAIL: $*"; echo "--- output:"; cat "$dir/out" 2>/dev/null; exit 1
 for how in roots collectives; do
   for n in 2 4 8; do
     echo "== $how at $n ranks"
-    "$launch" -n "$n" --timeout 60 --grace 10 -- "$worker" "$how" >"$dir/out" 2>&1
+    "$launch" --tag-output -p "$n" --timeout 60 --grace 10 -- "$worker" "$how" >"$dir/out" 2>&1
     code=$?
     echo "gcl-launch exited with $code"
     ((code != 0)) || fail "the job succeeded, but its ranks disagreed ($how)"
