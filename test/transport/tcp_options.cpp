@@ -205,3 +205,76 @@ BOOST_AUTO_TEST_CASE(the_default_timeout_is_thirty_minutes_and_gcl_timeout_overr
     BOOST_TEST(gcl::tcp_options::from_env().timeout.count() == 45500);
   }
 }
+
+// The local rank and the number of ranks on this host, from each launcher's own variables,
+// read through from_env's getenv hook (the process's environment is left alone).
+namespace {
+gcl::tcp_options from(std::map<std::string, std::string> vars) {
+  vars.emplace("RANK", "1");
+  vars.emplace("WORLD_SIZE", "8");
+  vars.emplace("MASTER_ADDR", "127.0.0.1");
+  vars.emplace("MASTER_PORT", "29500");
+  return gcl::tcp_options::from_env([&](char const* n) -> char const* {
+    auto it = vars.find(n);
+    return it == vars.end() ? nullptr : it->second.c_str();
+  });
+}
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(each_launcher_gives_the_local_rank_and_size) {
+  auto none = from({});
+  BOOST_TEST(none.local_rank == -1);
+  BOOST_TEST(none.local_size == 0);
+  struct launcher {
+    char const* rank_var;
+    char const* size_var;
+  };
+  for (auto [rv, sv] : {launcher{"LOCAL_RANK", "LOCAL_WORLD_SIZE"},                        // torchrun
+                        launcher{"OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE"},  // Open MPI
+                        launcher{"PMIX_LOCAL_RANK", "PMIX_LOCAL_SIZE"},                    // PMIx
+                        launcher{"SLURM_LOCALID", "SLURM_NTASKS_PER_NODE"},                // Slurm
+                        launcher{"MPI_LOCALRANKID", "MPI_LOCALNRANKS"}}) {                 // MPICH
+    BOOST_TEST_CONTEXT(rv << ", " << sv) {
+      auto o = from({{rv, "2"}, {sv, "4"}});
+      BOOST_TEST(o.local_rank == 2);
+      BOOST_TEST(o.local_size == 4);
+      BOOST_TEST(o.rank == 1);
+      BOOST_TEST(o.size == 8);
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(slurm_tasks_per_node_is_read_at_this_node) {
+  // Nodes 0..2 run 2 tasks each, node 3 runs 1 (9 tasks would not fit WORLD_SIZE 8: use 7).
+  auto at = [](char const* node) {
+    return from({{"WORLD_SIZE", "7"}, {"SLURM_TASKS_PER_NODE", "2(x3),1"}, {"SLURM_NODEID", node}})
+        .local_size;
+  };
+  BOOST_TEST(at("0") == 2);
+  BOOST_TEST(at("2") == 2);
+  BOOST_TEST(at("3") == 1);
+  BOOST_TEST(at("4") == 0);  // not in the list: unknown
+  BOOST_TEST(from({{"SLURM_TASKS_PER_NODE", "4(x2)"}}).local_size == 4);  // one count: no node id needed
+  BOOST_TEST(from({{"SLURM_TASKS_PER_NODE", "4,2"}}).local_size == 0);    // several, no node id
+  // The step's own list wins over the job's.
+  BOOST_TEST(from({{"SLURM_STEP_TASKS_PER_NODE", "3"}, {"SLURM_TASKS_PER_NODE", "4"}}).local_size == 3);
+  BOOST_CHECK_THROW(from({{"SLURM_TASKS_PER_NODE", "2(y3)"}}), gcl::usage_error);
+  BOOST_CHECK_THROW(from({{"SLURM_TASKS_PER_NODE", "0"}}), gcl::usage_error);
+}
+
+BOOST_AUTO_TEST_CASE(a_bad_local_rank_is_refused_naming_the_variable) {
+  try {
+    from({{"LOCAL_RANK", "4"}, {"LOCAL_WORLD_SIZE", "4"}});
+    BOOST_FAIL("no error");
+  } catch (gcl::usage_error const& e) {
+    BOOST_TEST(std::string(e.what()).find("LOCAL_RANK='4'") != std::string::npos);
+  }
+  BOOST_CHECK_THROW(from({{"PMIX_LOCAL_SIZE", "x"}}), gcl::usage_error);
+}
+
+BOOST_AUTO_TEST_CASE(a_rank_of_its_own_core_spins) {
+  // One rank on this host always fits the CPUs this process may use; more than 2^20 never does.
+  BOOST_TEST(from({{"LOCAL_WORLD_SIZE", "1"}}).spin == gcl::tcp_options::default_spin);
+  BOOST_TEST(from({{"SLURM_TASKS_PER_NODE", "1"}}).spin == gcl::tcp_options::default_spin);
+  BOOST_TEST(from({}).spin.count() == 0);
+}

@@ -71,6 +71,12 @@ struct tcp_options {
   std::string interface_name;
   /// IPv4, IPv6, or whatever `master_addr` resolves to first.
   address_family family = address_family::any;
+  /// This rank's index among the ranks of the job on its host, as the launcher says (`from_env`;
+  /// -1: it says nothing). gcl does not use it; a program may, to pick a core or a device.
+  int local_rank = -1;
+  /// How many ranks of the job run on this host, as the launcher says (`from_env`; 0: it says
+  /// nothing). `from_env` sets `spin` from it.
+  int local_size = 0;
 
   /// Options from the environment. First match wins:
   ///
@@ -84,6 +90,12 @@ struct tcp_options {
   /// | timeout     | GCL_TIMEOUT (seconds, may be fractional; default 30 minutes)              |
   /// | spin        | GCL_SPIN_US (microseconds, 0 to 1000000; default: see `spin`)             |
   /// | bind        | GCL_BIND_ADDR, GCL_INTERFACE, GCL_ADDRESS_FAMILY (4, 6, v4, v6, any)      |
+  /// | local_rank  | LOCAL_RANK (torchrun, gcl-launch), OMPI_COMM_WORLD_LOCAL_RANK (Open MPI),   |
+  /// |             | PMIX_LOCAL_RANK (PMIx), SLURM_LOCALID (Slurm), MPI_LOCALRANKID (MPICH)    |
+  /// | local_size  | LOCAL_WORLD_SIZE (torchrun, gcl-launch), OMPI_COMM_WORLD_LOCAL_SIZE,      |
+  /// |             | PMIX_LOCAL_SIZE, Slurm's SLURM_STEP_TASKS_PER_NODE, SLURM_TASKS_PER_NODE  |
+  /// |             | (the entry of SLURM_NODEID in "2(x3),1") or SLURM_NTASKS_PER_NODE,        |
+  /// |             | MPI_LOCALNRANKS (MPICH)                                                   |
   ///
   /// Without GCL_TOKEN the token is derived from the first of these that is set, which every
   /// rank of one job shares and other jobs do not: TORCHELASTIC_RUN_ID (torchrun; not its
@@ -175,17 +187,26 @@ struct tcp_options {
                           "' is not a positive number of seconds");
       o.timeout = std::chrono::milliseconds(static_cast<long long>(std::ceil(s * 1000)));
     }
+    // The ranks on this host: each launcher's own variables (the first one set wins).
+    if (auto l = first({"LOCAL_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE", "PMIX_LOCAL_SIZE"}))
+      o.local_size = static_cast<int>(integer(*l, 1, o.size));
+    else if (auto t = first({"SLURM_STEP_TASKS_PER_NODE", "SLURM_TASKS_PER_NODE"}))
+      o.local_size = slurm_tasks_on_node(*t, first({"SLURM_NODEID"}), o.size);
+    else if (auto n = first({"SLURM_NTASKS_PER_NODE", "MPI_LOCALNRANKS"}))
+      o.local_size = static_cast<int>(integer(*n, 1, o.size));
+    if (auto r = first({"LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "PMIX_LOCAL_RANK",
+                        "SLURM_LOCALID", "MPI_LOCALRANKID"}))
+      o.local_rank =
+          static_cast<int>(integer(*r, 0, o.local_size > 0 ? o.local_size - 1 : o.size - 1));
     if (auto s = first({"GCL_SPIN_US"})) {
       o.spin = std::chrono::microseconds(integer(*s, 0, 1000000));
     } else {
       // A core of its own: the launcher bound this rank to one (gcl-launch says which in
-      // GCL_BOUND_CPU), or it says how many ranks share this host (torchrun and gcl-launch:
-      // LOCAL_WORLD_SIZE, Open MPI: OMPI_COMM_WORLD_LOCAL_SIZE, MPICH: MPI_LOCALNRANKS) and
-      // this process may use at least as many CPUs.
-      auto local = first({"LOCAL_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS"});
+      // GCL_BOUND_CPU), or it says how many ranks share this host (local_size) and this
+      // process may use at least as many CPUs.
       bool const own_core =
           first({"GCL_BOUND_CPU"}).has_value() ||
-          (local && integer(*local, 1, 1 << 20) <= static_cast<long long>(usable_cpus()));
+          (o.local_size > 0 && static_cast<unsigned>(o.local_size) <= usable_cpus());
       if (own_core) o.spin = default_spin;
     }
     if (auto b = first({"GCL_BIND_ADDR"})) o.bind_address = b->second;
@@ -213,6 +234,47 @@ struct tcp_options {
   }
 
  private:
+  // Slurm's tasks per node, "2(x3),1" (nodes 0-2 run 2 tasks, node 3 one): the entry of this
+  // node (SLURM_NODEID; without it, the only count the list holds, if it holds one).
+  static int slurm_tasks_on_node(std::pair<char const*, std::string> const& v,
+                                 std::optional<std::pair<char const*, std::string>> const& node,
+                                 int size) {
+    auto bad = [&] {
+      return usage_error("gcl: environment variable " + std::string(v.first) + "='" + v.second +
+                         "' is not a Slurm task count list such as 4 or 2(x3),1 whose counts "
+                         "are in [1, " + std::to_string(size) + "]");
+    };
+    long long want = -1;
+    if (node) {
+      auto const& s = node->second;
+      auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), want);
+      if (ec != std::errc{} || end != s.data() + s.size() || want < 0)
+        throw usage_error("gcl: environment variable SLURM_NODEID='" + s +
+                          "' is not a node number");
+    }
+    std::string_view rest = v.second;
+    long long index = 0;
+    int only = 0;
+    while (!rest.empty()) {
+      std::string_view item = rest.substr(0, rest.find(','));
+      rest.remove_prefix(std::min(rest.size(), item.size() + 1));
+      long long count = 0, repeat = 1;
+      auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), count);
+      if (ec != std::errc{} || count < 1 || count > size) throw bad();
+      std::string_view tail(end, static_cast<std::size_t>(item.data() + item.size() - end));
+      if (!tail.empty()) {
+        if (tail.size() < 4 || tail.substr(0, 2) != "(x" || tail.back() != ')') throw bad();
+        auto [e2, ec2] = std::from_chars(tail.data() + 2, tail.data() + tail.size() - 1, repeat);
+        if (ec2 != std::errc{} || e2 != tail.data() + tail.size() - 1 || repeat < 1) throw bad();
+      }
+      if (want >= index && want < index + repeat) return static_cast<int>(count);
+      index += repeat;
+      only = (only == 0 || only == count) ? static_cast<int>(count) : -1;
+    }
+    if (only == 0) throw bad();
+    return want < 0 && only > 0 ? only : 0;  // no SLURM_NODEID and several counts: unknown
+  }
+
   // The launcher's identity of this job, as a token: the first launcher whose variables are
   // set. Innermost launchers come first (torchrun or mpirun inside a Slurm allocation: two of
   // them in one allocation share SLURM_JOB_ID, and possibly the step). The variables' names go
