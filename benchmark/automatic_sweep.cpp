@@ -5,7 +5,7 @@
 // Every run starts fresh threads and a fresh tuning, so the picks of several runs show how
 // steady the tuning is. Prints numbers; it asserts nothing (timing on a shared machine is noisy).
 //
-//     automatic_sweep --world-size 4 --min-bytes 8 --max-bytes 16777216 --factor 2 -r 11 --runs 3
+//     automatic_sweep --world-size 4 --min-bytes 8 --max-bytes 16M --factor 2 --iters 11 --runs 3
 
 #include <CLI/CLI.hpp>
 
@@ -14,6 +14,7 @@
 #include <string>
 #include <string_view>
 
+#include "common/cli.hpp"
 #include "model_check.hpp"
 
 int main(int argc, char** argv) {
@@ -26,28 +27,48 @@ int main(int argc, char** argv) {
   int trials = defaults.trials, max_trials = -1;
   std::size_t min_bytes = 64, max_bytes = 16 << 20, factor = 4;
   double shortlist = defaults.shortlist, race_seconds = defaults.min_race_seconds;
-  app.add_option("-n,--world-size", p, "ranks (threads)")->check(CLI::Range(1, 64));
-  app.add_option("--min-bytes", min_bytes, "smallest message, bytes (float32)");
-  app.add_option("--max-bytes", max_bytes, "largest message, bytes");
-  app.add_option("--factor", factor, "ratio of consecutive sizes")->check(CLI::Range(2, 1024));
-  app.add_option("-r,--repetitions", reps, "timed calls per size and algorithm (median)");
-  app.add_option("--runs", runs, "independent runs (fresh threads, fresh tuning); medians of runs");
+  gcl_cli::setup(app, "automatic_sweep");
+  app.add_option("-p,--world-size", p, "ranks (threads)")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
+  gcl_cli::add_size_option(app, "-b,--min-bytes", min_bytes, "smallest message, bytes (float32)")
+      ->check(CLI::Range(std::size_t{4}, std::size_t{1} << 34));
+  gcl_cli::add_size_option(app, "-e,--max-bytes", max_bytes, "largest message, bytes")
+      ->check(CLI::Range(std::size_t{4}, std::size_t{1} << 34));
+  app.add_option("-f,--factor", factor, "ratio of consecutive sizes")
+      ->check(CLI::Range(2, 1024))
+      ->capture_default_str();
+  app.add_option("-n,--iters,--repetitions", reps, "timed calls per size and algorithm (median)")
+      ->check(CLI::Range(1, 1000000))
+      ->capture_default_str();
+  app.add_option("--runs", runs, "independent runs (fresh threads, fresh tuning); medians of runs")
+      ->check(CLI::Range(1, 1000))
+      ->capture_default_str();
   app.add_option("--min-seconds", min_seconds,
-                 "per size and run, time all algorithms in turn for at least this long");
+                 "per size and run, time all algorithms in turn for at least this long")
+      ->check(CLI::Range(0.0, 1e6));
   app.add_option("--trials", trials, "tuned automatic: fewest timed calls per candidate")
       ->check(CLI::Range(1, 100));
   app.add_option("--max-trials", max_trials,
-                 "tuned automatic: most timed calls per candidate (default 3 x trials)");
+                 "tuned automatic: most timed calls per candidate (default 3 x trials)")
+      ->check(CLI::Range(1, 1000));
   app.add_option("--bind", bind,
                  "pin rank r's thread to core r mod cores: core (default: a fixed placement, "
                  "even when ranks outnumber cores), auto (only when they do not), none")
       ->check(CLI::IsMember({"core", "auto", "none"}));
   app.add_flag("--show-runs", show_runs, "also print every run's time (us) of every algorithm");
   app.add_option("--race-seconds", race_seconds,
-                 "tuned automatic: decide nothing before the race has lasted this long");
+                 "tuned automatic: decide nothing before the race has lasted this long")
+      ->check(CLI::Range(0.0, 1e6));
   app.add_option("--shortlist", shortlist,
-                 "tuned automatic: try the algorithms predicted within this factor of the best");
-  CLI11_PARSE(app, argc, argv);
+                 "tuned automatic: try the algorithms predicted within this factor of the best")
+      ->check(CLI::Range(1.0, 1e6));
+  GCL_CLI_PARSE(app, argc, argv);
+  if (min_bytes > max_bytes)
+    return gcl_cli::usage_error(app, "--min-bytes is larger than --max-bytes");
+  if (max_trials >= 0 && max_trials < trials)
+    return gcl_cli::usage_error(app, "--max-trials is smaller than --trials");
+  if (auto why = gcl_cli::refuse_launcher(); !why.empty()) return gcl_cli::usage_error(app, why);
 
   gcl::automatic const model_only{.model = model_check::calibrate_threads(p), .trials = 0};
   gcl::automatic const tuned{.model = model_only.model,

@@ -12,6 +12,7 @@
 ///     bench::printer out(o, bench::collective::all_reduce, world_size, "gcl inproc ring");
 
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -74,7 +75,8 @@ inline double bus_factor(collective c, int n) {
   return 1.0;
 }
 
-/// "8", "64K", "64M", "1G", "1.5M" (binary multiples) -> bytes.
+/// "8", "64K", "64M", "1G", "1.5M" (binary multiples) -> bytes. The command lines read sizes
+/// with CLI11's CLI::AsSizeValue; this is for sizes that come from elsewhere.
 inline std::uint64_t parse_size(std::string const& text) {
   if (text.empty()) throw std::invalid_argument("empty size");
   std::size_t used = 0;
@@ -112,8 +114,8 @@ enum class format { table, csv, json };
 
 /// The options every sweep accepts. gcl's programs add --transport, --algorithm, --world-size.
 struct options {
-  std::string min_bytes = "8";
-  std::string max_bytes = "64M";
+  std::uint64_t min_bytes = 8;
+  std::uint64_t max_bytes = std::uint64_t{64} << 20;
   double factor = 2.0;
   int iters = 500;           ///< most timed calls per size
   double max_seconds = 1.0;  ///< ... fewer when they would take longer than this (0: no bound)
@@ -131,21 +133,18 @@ struct options {
   format fmt() const { return json ? format::json : csv ? format::csv : format::table; }
 };
 
-/// Registers the shared options on `app`.
+/// Registers the shared options on `app`: nccl-tests' letters (-b -e -f -n -w -c -d -o -r), and
+/// the same meaning for every letter in every gcl program (doc/cli.md).
 inline void add_common_options(CLI::App& app, options& o) {
-  auto size_check = [](std::string const& s) -> std::string {
-    try {
-      parse_size(s);
-      return {};
-    } catch (std::exception const& e) {
-      return e.what();
-    }
-  };
-  app.add_option("-b,--min-bytes", o.min_bytes, "smallest message, bytes (suffixes K, M, G)")
-      ->check(size_check)
+  app.add_option("-b,--min-bytes", o.min_bytes,
+                 "smallest message, bytes (suffixes K, M, G: powers of 1024)")
+      ->transform(CLI::AsSizeValue(false))
+      ->check(CLI::Range(std::uint64_t{0}, std::uint64_t{1} << 40))
       ->capture_default_str();
-  app.add_option("-e,--max-bytes", o.max_bytes, "largest message, bytes (suffixes K, M, G)")
-      ->check(size_check)
+  app.add_option("-e,--max-bytes", o.max_bytes,
+                 "largest message, bytes (suffixes K, M, G: powers of 1024)")
+      ->transform(CLI::AsSizeValue(false))
+      ->check(CLI::Range(std::uint64_t{0}, std::uint64_t{1} << 40))
       ->capture_default_str();
   app.add_option("-f,--factor", o.factor, "size multiplier between rows (> 1)")
       ->check(CLI::Range(1.0001, 1e6))
@@ -171,15 +170,41 @@ inline void add_common_options(CLI::App& app, options& o) {
   app.add_option("-o,--op", o.op, "reduction operator (all_reduce, reduce_scatter)")
       ->check(CLI::IsMember({"sum", "prod", "min", "max"}))
       ->capture_default_str();
-  app.add_option("-r,--root", o.root, "root rank (broadcast)")->capture_default_str();
-  auto* csv = app.add_flag("--csv", o.csv, "print CSV instead of a table");
+  app.add_option("-r,--root", o.root, "root rank (broadcast)")
+      ->check(CLI::Range(0, 1 << 20))
+      ->capture_default_str();
+  auto* csv = app.add_flag("--csv", o.csv, "print CSV (RFC 4180) instead of a table");
   app.add_flag("--json", o.json, "print JSON (one object per run, rows in an array)")
       ->excludes(csv);
-  app.add_flag("!--no-check", o.check, "skip the once-per-size result check");
+  app.add_option("-c,--check", o.check, "check the result once per size: 1 (default) or 0")
+      ->check(CLI::IsMember({"0", "1"}));
+  app.add_flag("!--no-check", o.check, "skip the once-per-size result check (= -c 0)");
   app.add_flag("--inject-wrong", o.inject_wrong,
                "rank 0 spoils one result element before the check")
       ->group("");  // hidden: for the test that the check can fail
   app.add_option("--label", o.label, "free text copied into every CSV/JSON row");
+}
+
+/// Checks what the options say together, before any work: "" or the error (one line).
+inline std::string check_options(options const& o) {
+  if (o.min_bytes > o.max_bytes)
+    return "--min-bytes " + std::to_string(o.min_bytes) + " is larger than --max-bytes " +
+           std::to_string(o.max_bytes);
+  return {};
+}
+
+/// One CSV field, quoted when it must be (RFC 4180): a comma, a quote, CR or LF inside, or
+/// spaces at either end; quotes inside are doubled.
+inline std::string csv_field(std::string_view v) {
+  bool const quote = v.find_first_of(",\"\r\n") != std::string_view::npos ||
+                     (!v.empty() && (v.front() == ' ' || v.back() == ' '));
+  if (!quote) return std::string(v);
+  std::string out = "\"";
+  for (char c : v) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  return out + "\"";
 }
 
 inline std::size_t dtype_size(std::string_view t) {
@@ -190,7 +215,7 @@ inline std::size_t dtype_size(std::string_view t) {
 /// The element counts of the sweep: per-rank buffer sizes min, min*f, ... <= max. For blocked
 /// collectives the count is rounded down to a multiple of P (at least P); repeats are dropped.
 inline std::vector<std::uint64_t> sweep_counts(options const& o, collective c, int world) {
-  std::uint64_t lo = parse_size(o.min_bytes), hi = parse_size(o.max_bytes);
+  std::uint64_t lo = o.min_bytes, hi = o.max_bytes;
   if (lo > hi) throw std::invalid_argument("--min-bytes is larger than --max-bytes");
   std::size_t es = dtype_size(o.dtype);
   std::uint64_t unit = blocked(c) ? static_cast<std::uint64_t>(world) : 1;
@@ -506,12 +531,19 @@ class printer {
             "algbw_GBps,busbw_GBps,wrong,pred_us,mode,iters,mean_us\n");
         break;
       case format::json:
-        std::printf(
-            "{\"collective\": \"%s\", \"impl\": \"%s\", \"algorithm\": \"%s\", \"label\": "
-            "\"%s\", \"ranks\": %d, \"type\": \"%s\", \"redop\": \"%s\", \"iters\": %d, "
-            "\"max_seconds\": %g, \"warmup\": %d, \"mode\": \"%s\", \"rows\": [",
-            std::string(name_of(c_)).c_str(), impl_.c_str(), alg_.c_str(), o_.label.c_str(), world_,
-            o_.dtype.c_str(), redop().c_str(), o_.iters, o_.max_seconds, o_.warmup, mode_name(o_));
+        // Written whole by end(): nlohmann::json does the quoting.
+        json_ = {{"collective", std::string(name_of(c_))},
+                 {"impl", impl_},
+                 {"algorithm", alg_},
+                 {"label", o_.label},
+                 {"ranks", world_},
+                 {"type", o_.dtype},
+                 {"redop", redop()},
+                 {"iters", o_.iters},
+                 {"max_seconds", o_.max_seconds},
+                 {"warmup", o_.warmup},
+                 {"mode", mode_name(o_)},
+                 {"rows", nlohmann::ordered_json::array()}};
         break;
     }
     std::fflush(stdout);
@@ -533,26 +565,31 @@ class printer {
       }
       case format::csv:
         std::printf("%s,%s,%s,%s,%d,%llu,%llu,%s,%s,%s,%.3f,%.6f,%.6f,%s,",
-                    std::string(name_of(c_)).c_str(), impl_.c_str(), alg_.c_str(), o_.label.c_str(),
-                    world_, static_cast<unsigned long long>(r.bytes),
-                    static_cast<unsigned long long>(r.count), o_.dtype.c_str(), redop().c_str(),
-                    root.c_str(), r.time_us, r.algbw, r.busbw, wrong.c_str());
+                    csv_field(name_of(c_)).c_str(), csv_field(impl_).c_str(),
+                    csv_field(alg_).c_str(), csv_field(o_.label).c_str(), world_,
+                    static_cast<unsigned long long>(r.bytes),
+                    static_cast<unsigned long long>(r.count), csv_field(o_.dtype).c_str(),
+                    csv_field(redop()).c_str(), root.c_str(), r.time_us, r.algbw, r.busbw,
+                    wrong.c_str());
         if (!std::isnan(r.pred_us)) std::printf("%.3f", r.pred_us);
         std::printf(",%s,%d,%.3f\n", mode_name(o_), r.iters, r.mean_us);
         break;
-      case format::json:
-        std::printf(
-            "%s\n  {\"size\": %llu, \"count\": %llu, \"root\": %s, \"time_us\": %.3f, "
-            "\"algbw\": %.6f, \"busbw\": %.6f, \"wrong\": %s, \"mean_us\": %.3f, "
-            "\"iters\": %d, \"pred_us\": ",
-            rows_ ? "," : "", static_cast<unsigned long long>(r.bytes),
-            static_cast<unsigned long long>(r.count), root.c_str(), r.time_us, r.algbw, r.busbw,
-            r.checked ? wrong.c_str() : "null", r.mean_us, r.iters);
-        if (std::isnan(r.pred_us))
-          std::printf("null}");
-        else
-          std::printf("%.3f}", r.pred_us);
+      case format::json: {
+        nlohmann::ordered_json row = {
+            {"size", r.bytes},
+            {"count", r.count},
+            {"root", c_ == collective::broadcast ? o_.root : -1},
+            {"time_us", r.time_us},
+            {"algbw", r.algbw},
+            {"busbw", r.busbw},
+            {"wrong", r.checked ? nlohmann::ordered_json(r.wrong) : nlohmann::ordered_json()},
+            {"mean_us", r.mean_us},
+            {"iters", r.iters},
+            {"pred_us", std::isnan(r.pred_us) ? nlohmann::ordered_json()
+                                              : nlohmann::ordered_json(r.pred_us)}};
+        json_["rows"].push_back(std::move(row));
         break;
+      }
     }
     ++rows_;
     total_wrong_ += r.wrong;
@@ -568,7 +605,8 @@ class printer {
       case format::csv:
         break;
       case format::json:
-        std::printf("\n], \"wrong\": %llu}\n", static_cast<unsigned long long>(total_wrong_));
+        json_["wrong"] = total_wrong_;
+        std::printf("%s\n", json_.dump(1).c_str());
         break;
     }
     std::fflush(stdout);
@@ -584,6 +622,7 @@ class printer {
   std::string impl_, alg_;
   int rows_ = 0;
   std::uint64_t total_wrong_ = 0;
+  nlohmann::ordered_json json_;  ///< --json: the whole run, printed by end()
 };
 
 }  // namespace bench

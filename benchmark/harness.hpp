@@ -56,6 +56,7 @@
 
 #include "bind.hpp"
 #include "common.hpp"
+#include "common/cli.hpp"
 
 namespace bench {
 
@@ -74,7 +75,7 @@ inline std::string algorithm_names() {
 
 /// gcl-specific options on top of the shared ones.
 struct gcl_options : options {
-  std::string transport = "inproc";
+  std::string transport;   ///< empty: tcp under a launcher of more than one rank, else inproc
   std::string algorithm;  ///< empty: the collective's default
   int world_size = 2;
   double timeout_s = 60;
@@ -254,11 +255,6 @@ std::uint64_t run_rank(Comm& comm, gcl_options const& o, std::string const& impl
   return wrong;
 }
 
-inline bool launched_by_launcher() {
-  for (char const* v : {"GCL_RANK", "RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK"})
-    if (char const* s = std::getenv(v); s && *s) return true;
-  return false;
-}
 
 }  // namespace detail
 
@@ -269,13 +265,19 @@ int run(int argc, char** argv) {
   std::string const cname(name_of(Call::kind));
   CLI::App app{"gcl " + cname +
                " sweep with nccl-tests columns (size, count, type, redop, root, time, algbw, "
-               "busbw, #wrong) and the cost model's prediction. See doc/benchmarks.md."};
-  app.add_option("-t,--transport", o.transport, "inproc (ranks are threads) or tcp")
-      ->check(CLI::IsMember({"inproc", "tcp"}))
-      ->capture_default_str();
+               "busbw, #wrong) and the cost model's prediction. See doc/benchmarks.md; the "
+               "flags of every gcl program: doc/cli.md."};
+  gcl_cli::setup(app, cname);
+  app.add_option("-t,--transport", o.transport,
+                 "inproc (ranks are threads) or tcp (one process per rank, under a launcher); "
+                 "default: tcp when started by a launcher, else inproc")
+      ->check(CLI::IsMember({"inproc", "tcp"}));
+  std::vector<std::string> names;
+  std::apply([&](auto... a) { (names.emplace_back(a.name), ...); }, algorithm_list{});
   app.add_option(
-      "-a,--algorithm", o.algorithm,
-      "one of: " + algorithm_names() + " (default: " + std::string(Call::default_algorithm) + ")");
+         "-a,--algorithm", o.algorithm,
+         "one of: " + algorithm_names() + " (default: " + std::string(Call::default_algorithm) + ")")
+      ->check(CLI::IsMember(names));
   app.add_option("-p,--world-size", o.world_size,
                  "number of ranks (inproc; tcp takes it from the launcher)")
       ->check(CLI::Range(1, 4096))
@@ -288,9 +290,28 @@ int run(int argc, char** argv) {
   app.add_flag("--calibrate", o.calibrate,
                "measure the cost model on this transport first (pred column, automatic)");
   app.add_option("--timeout", o.timeout_s, "seconds any blocking call may wait")
+      ->check(CLI::Range(0.001, 1e7))
       ->capture_default_str();
   add_common_options(app, o);
-  CLI11_PARSE(app, argc, argv);
+  GCL_CLI_PARSE(app, argc, argv);
+  if (auto why = check_options(o); !why.empty()) return gcl_cli::usage_error(app, why);
+  auto const job = gcl_cli::launcher_world();
+  bool const launched = job && job->size > 1;
+  if (o.transport.empty()) o.transport = launched ? "tcp" : "inproc";
+  if (launched && o.transport == "inproc")
+    return gcl_cli::usage_error(
+        app, "--transport inproc: started as one of " + std::to_string(job->size) +
+                 " processes by a launcher (" + job->variable +
+                 "), each would run a world of its own; use --transport tcp (the default under "
+                 "a launcher) or run without the launcher");
+  if (o.transport == "inproc" && o.root >= o.world_size)
+    return gcl_cli::usage_error(app, "--root " + std::to_string(o.root) +
+                                         " is not a rank of a world of " +
+                                         std::to_string(o.world_size));
+  if (o.transport == "tcp" && !job)
+    return gcl_cli::usage_error(
+        app, "--transport tcp runs one process per rank: start it with tools/gcl-launch -p " +
+                 std::to_string(o.world_size) + " -- " + argv[0] + " --transport tcp ...");
 
   std::uint64_t wrong = 0;
   try {
@@ -310,10 +331,6 @@ int run(int argc, char** argv) {
       wrong = r[0];
     } else {
 #if GCL_BENCH_TCP
-      if (!detail::launched_by_launcher())
-        throw gcl::usage_error(
-            "--transport tcp runs one process per rank: start it with tools/gcl-launch -p " +
-            std::to_string(o.world_size) + " -- " + argv[0] + " --transport tcp ...");
       auto to = gcl::tcp_options::from_env();
       // --timeout bounds a failing run, as with inproc (the transport's default is 30 min).
       if (!std::getenv("GCL_TIMEOUT"))

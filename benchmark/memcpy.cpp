@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "common.hpp"
+#include "common/cli.hpp"
 #include "loopback.hpp"
 
 namespace {
@@ -58,19 +59,24 @@ int main(int argc, char** argv) {
   CLI::App app{
       "Machine limits: memcpy bandwidth per thread count, loopback TCP throughput one way and "
       "both ways at once"};
-  std::string bytes = "256M", tcp_bytes = "2G";
+  gcl_cli::setup(app, "machine_limits");
+  std::size_t b = std::size_t{256} << 20, tb = std::size_t{2} << 30;
   int threads = 2, reps = 5;
   bool csv = false;
-  app.add_option("--bytes", bytes, "buffer per thread for the copy test")->capture_default_str();
-  app.add_option("--threads", threads, "copy with 1..this many threads")->capture_default_str();
-  app.add_option("--reps", reps, "timed repetitions (median reported)")->capture_default_str();
-  app.add_option("--tcp-bytes", tcp_bytes,
-                 "bytes pushed through loopback TCP, per direction (0: skip)")
+  gcl_cli::add_size_option(app, "--bytes", b, "buffer per thread for the copy test")
+      ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 36));
+  app.add_option("--threads", threads, "copy with 1..this many threads")
+      ->check(CLI::Range(1, 1024))
       ->capture_default_str();
+  app.add_option("-n,--iters,--reps", reps, "timed repetitions (median reported)")
+      ->check(CLI::Range(1, 1000000))
+      ->capture_default_str();
+  gcl_cli::add_size_option(app, "--tcp-bytes", tb,
+                           "bytes pushed through loopback TCP, per direction (0: skip)")
+      ->check(CLI::Range(std::size_t{0}, std::size_t{1} << 40));
   app.add_flag("--csv", csv, "print CSV");
-  CLI11_PARSE(app, argc, argv);
+  GCL_CLI_PARSE(app, argc, argv);
   try {
-    std::size_t b = bench::parse_size(bytes), tb = bench::parse_size(tcp_bytes);
     if (csv)
       std::printf("test,threads,bytes,GBps_copied,GBps_traffic\n");
     else

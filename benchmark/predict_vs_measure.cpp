@@ -2,7 +2,7 @@
 // algorithm, across sizes, on P threads. Feeds doc/img/predict_vs_measure.png
 // (scripts: doc/img/predict_vs_measure.sh).
 //
-//     predict_vs_measure --world-size 4 --min-bytes 64 --max-bytes 16M --repetitions 15
+//     predict_vs_measure --world-size 4 --min-bytes 64 --max-bytes 16M --iters 15
 //
 // The model is calibrated first (gcl::calibrate: ping-pong for alpha and beta, a local sum for
 // gamma), or given with --alpha/--beta/--gamma. Columns: bytes, then predicted and measured
@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <string>
 
+#include "common/cli.hpp"
 #include "model_check.hpp"
 
 int main(int argc, char** argv) {
@@ -20,15 +21,28 @@ int main(int argc, char** argv) {
   int p = 4, reps = 15, runs = 3;
   std::size_t min_bytes = 64, max_bytes = 16 << 20;
   double alpha = 0, beta = 0, gamma = 0;
-  app.add_option("-n,--world-size", p, "ranks (threads)")->check(CLI::Range(1, 64));
-  app.add_option("--min-bytes", min_bytes, "smallest message, bytes (float32)");
-  app.add_option("--max-bytes", max_bytes, "largest message, bytes");
-  app.add_option("-r,--repetitions", reps, "timed calls per size and algorithm (median)");
-  app.add_option("--runs", runs, "independent runs; the median of their medians is reported");
-  app.add_option("--alpha", alpha, "seconds per message (0: calibrate)");
-  app.add_option("--beta", beta, "seconds per byte (0: calibrate)");
-  app.add_option("--gamma", gamma, "seconds per reduced byte (0: calibrate)");
-  CLI11_PARSE(app, argc, argv);
+  gcl_cli::setup(app, "predict_vs_measure");
+  app.add_option("-p,--world-size", p, "ranks (threads)")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
+  gcl_cli::add_size_option(app, "-b,--min-bytes", min_bytes, "smallest message, bytes (float32)")
+      ->check(CLI::Range(std::size_t{4}, std::size_t{1} << 34));
+  gcl_cli::add_size_option(app, "-e,--max-bytes", max_bytes, "largest message, bytes")
+      ->check(CLI::Range(std::size_t{4}, std::size_t{1} << 34));
+  app.add_option("-n,--iters,--repetitions", reps, "timed calls per size and algorithm (median)")
+      ->check(CLI::Range(1, 1000000))
+      ->capture_default_str();
+  app.add_option("--runs", runs, "independent runs; the median of their medians is reported")
+      ->check(CLI::Range(1, 1000))
+      ->capture_default_str();
+  app.add_option("--alpha", alpha, "seconds per message (0: calibrate)")->check(CLI::Range(0.0, 1e3));
+  app.add_option("--beta", beta, "seconds per byte (0: calibrate)")->check(CLI::Range(0.0, 1e3));
+  app.add_option("--gamma", gamma, "seconds per reduced byte (0: calibrate)")
+      ->check(CLI::Range(0.0, 1e3));
+  GCL_CLI_PARSE(app, argc, argv);
+  if (min_bytes > max_bytes)
+    return gcl_cli::usage_error(app, "--min-bytes is larger than --max-bytes");
+  if (auto why = gcl_cli::refuse_launcher(); !why.empty()) return gcl_cli::usage_error(app, why);
 
   // Calibrated with a large message the size of the sweep's largest: beta then includes the
   // memory traffic the large sizes pay (a small one would be served from cache).

@@ -1,12 +1,17 @@
-#!/bin/sh
+#!/usr/bin/env bash
 # Regenerates doc/img/predict_vs_measure.{dat,png}: the cost model's prediction against the
 # measured time of one message (ping-pong) and of the tree, ring and halving-doubling
 # all_reduce on 4 threads, across sizes. Needs gnuplot (Debian: gnuplot-nox).
 #
 #     benchmark/predict_vs_measure.sh build-release [doc/img]
 set -eu
-build=${1:?usage: $0 BUILD_DIR [OUT_DIR]}
 here=$(cd "$(dirname "$0")" && pwd)
+source "$here/../scripts/cli.sh"
+gcl_cli_help_version "$@"
+(($# >= 1 && $# <= 2)) || gcl_cli_error "usage: predict_vs_measure.sh BUILD_DIR [OUT_DIR]"
+[[ $1 != -* ]] || gcl_cli_error "unknown option '$1'"
+build=$1
+[[ -x $build/benchmark/predict_vs_measure ]] || gcl_cli_error "BUILD_DIR: no benchmark/predict_vs_measure under '$build'"
 out=${2:-$here/../doc/img}
 mkdir -p "$out"
 "$build/benchmark/predict_vs_measure" --world-size 4 --min-bytes 64 --max-bytes 16777216 \

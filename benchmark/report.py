@@ -12,6 +12,7 @@ Ratios are gcl busbw / peer busbw in the same run, i.e. peer time / gcl time, pe
 MPI; over TCP also Gloo): above 1 means gcl is faster. Standard library only.
 """
 import collections
+import argparse
 import csv
 import glob
 import os
@@ -29,6 +30,42 @@ TRANSPORT = {"inproc": "threads", "tcp": "TCP loopback"}
 MODES = {"b2b": "back to back: one barrier, then the calls with nothing in between, a timestamp "
                 "after each",
          "barrier": "a barrier before every call, each call timed alone"}
+
+def gcl_version():
+    """"X.Y.Z" from include/gcl/version.hpp, the version's one source."""
+    header = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "include", "gcl",
+                          "version.hpp")
+    parts = {}
+    with open(header) as f:
+        for line in f:
+            w = line.split()
+            if len(w) == 3 and w[0] == "#define" and w[1].startswith("GCL_VERSION_"):
+                parts[w[1][len("GCL_VERSION_"):]] = w[2]
+    return ".".join(parts.get(k, "?") for k in ("MAJOR", "MINOR", "PATCH"))
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with gcl's conventions (doc/cli.md): --version, one-line errors, exit code 2."""
+
+    def __init__(self, **kw):
+        super().__init__(allow_abbrev=False, **kw)
+        self.add_argument("--version", action="version",
+                          version=f"{self.prog} (gcl {gcl_version()})")
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: {message} (see --help)\n")
+
+    def parse_args(self, args=None, namespace=None):
+        # An unknown option is named first, not hidden behind "arguments are required".
+        args = sys.argv[1:] if args is None else list(args)
+        for a in args:
+            if a == "--":
+                break
+            if a.startswith("-") and len(a) > 1 and not a[1].isdigit() and \
+                    a.split("=", 1)[0] not in self._option_string_actions:
+                self.error(f"unrecognized argument {a}")
+        return super().parse_args(args, namespace)
+
 
 
 def load(results):
@@ -84,7 +121,15 @@ def limit(rows, test):
 
 def main():
     global DATDIR
-    results, doc, img = sys.argv[1], sys.argv[2], sys.argv[3]
+    ap = Parser(prog="report.py", description="Writes doc/benchmarks.md and its plots from the "
+                "CSV files of scripts/bench.sh.")
+    ap.add_argument("results", help="directory of the sweeps' *.csv (and limits.csv, meta.txt)")
+    ap.add_argument("doc", help="the Markdown file to write")
+    ap.add_argument("img", help="directory of the plots")
+    a = ap.parse_args()
+    if not os.path.isdir(a.results):
+        ap.error(f"RESULTS: '{a.results}' is not a directory")
+    results, doc, img = a.results, a.doc, a.img
     DATDIR = results
     os.makedirs(img, exist_ok=True)
     meta = {}

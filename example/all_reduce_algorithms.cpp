@@ -32,17 +32,20 @@ float expected(int p, std::size_t i) {
 
 int main(int argc, char** argv) {
   CLI::App app{"All-reduce the same data with gcl::tree and gcl::ring; print results and times"};
+  gcl_cli::setup(app, "all_reduce_algorithms");
   gcl_example::launch_options opts;
   gcl_example::add_launch_options(app, opts);
   std::size_t count = 1 << 20;
   int iterations = 5;
-  app.add_option("--count", count, "floats per rank")->capture_default_str();
-  app.add_option("--iterations", iterations, "timed repetitions (the median is printed)")
-      ->check(CLI::PositiveNumber)
+  app.add_option("--count", count, "floats per rank")
+      ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 28))
       ->capture_default_str();
-  CLI11_PARSE(app, argc, argv);
+  app.add_option("-n,--iters,--iterations", iterations, "timed repetitions (the median is printed)")
+      ->check(CLI::Range(1, 1000000))
+      ->capture_default_str();
+  GCL_CLI_PARSE(app, argc, argv);
 
-  return gcl_example::launch(opts, [&](auto& comm) {
+  return gcl_example::launch(app, opts, [&](auto& comm) {
     int const p = comm.size();
     std::vector<float> data(count);
 

@@ -16,13 +16,14 @@
 
 int main(int argc, char** argv) {
   CLI::App app{"Each rank prints a greeting, in rank order"};
+  gcl_cli::setup(app, "hello");
   gcl_example::launch_options opts;
   gcl_example::add_launch_options(app, opts);
   std::string name = "World";
   app.add_option("--name", name, "who to greet")->capture_default_str();
-  CLI11_PARSE(app, argc, argv);
+  GCL_CLI_PARSE(app, argc, argv);
 
-  return gcl_example::launch(opts, [&](auto& comm) {
+  return gcl_example::launch(app, opts, [&](auto& comm) {
     int token = 0;
     if (comm.rank() > 0) comm.recv(comm.rank() - 1, token);
     std::printf("Rank %d: Hello, %s!\n", comm.rank(), name.c_str());

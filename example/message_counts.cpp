@@ -3,7 +3,7 @@
 // distributed-training table of doc/homework.md (all-to-all n(n-1) messages of p, parameter
 // server 2n of p, ring 2n(n-1) of p/n), measured.
 //
-//     message_counts --world-size 4 --count 1000000
+//     message_counts --world-size 4 --count 1000000   (-p 4 for short)
 //
 // Exits with status 1 (and prints MISMATCH) if any measured number differs from its formula.
 
@@ -18,7 +18,7 @@
 #include <gcl/stats.hpp>
 #include <gcl/transport/inproc.hpp>
 
-#include <CLI/CLI.hpp>
+#include "common/cli.hpp"
 
 #include <cstdint>
 #include <cstdio>
@@ -94,11 +94,17 @@ int main(int argc, char** argv) {
   CLI::App app{
       "Runs each all_reduce algorithm once under gcl::counting and prints its messages, "
       "message sizes, bytes and rounds beside the closed-form formulas"};
+  gcl_cli::setup(app, "message_counts");
   int n = 4;
   std::size_t p = 1000000;
-  app.add_option("-n,--world-size", n, "number of ranks N (threads)")->check(CLI::Range(1, 64));
-  app.add_option("-p,--count", p, "elements per rank (float32)");
-  CLI11_PARSE(app, argc, argv);
+  app.add_option("-p,--world-size", n, "number of ranks P (threads)")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
+  app.add_option("--count", p, "elements per rank (float32)")
+      ->check(CLI::Range(std::size_t{0}, std::size_t{1} << 26))
+      ->capture_default_str();
+  GCL_CLI_PARSE(app, argc, argv);
+  if (auto why = gcl_cli::refuse_launcher(); !why.empty()) return gcl_cli::usage_error(app, why);
 
   u64 const P = static_cast<u64>(n);
   constexpr std::size_t es = sizeof(float);

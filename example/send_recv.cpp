@@ -39,11 +39,12 @@ void report(char const* how, message const& m, int p) {
 
 int main(int argc, char** argv) {
   CLI::App app{"Pass a message around a ring of ranks, blocking and non-blocking"};
+  gcl_cli::setup(app, "send_recv");
   gcl_example::launch_options opts;
   gcl_example::add_launch_options(app, opts);
-  CLI11_PARSE(app, argc, argv);
+  GCL_CLI_PARSE(app, argc, argv);
 
-  return gcl_example::launch(opts, [](auto& comm) {
+  return gcl_example::launch(app, opts, [](auto& comm) {
     int const p = comm.size(), right = (comm.rank() + 1) % p, left = (comm.rank() + p - 1) % p;
 
     // Blocking: rank 0 starts the message, everyone else waits for it, adds itself, passes it on.

@@ -31,6 +31,8 @@
 set -euo pipefail
 args="$*"
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+source "$repo/scripts/cli.sh"
+gcl_cli_help_version "$@"
 build="${GCL_BUILD_DIR:-$repo/build-bench}"
 jobs="${GCL_JOBS:-$(nproc)}"
 
@@ -50,6 +52,11 @@ out_md="$repo/doc/benchmarks.md"
 img="$repo/doc/img"
 while (($#)); do
   case "$1" in
+    --collectives | --algorithms | --reps | --ranks | --max-bytes | --factor | --transports | \
+    --max-seconds | --output) gcl_cli_needs "$1" 1 "$@" ;;
+    --iters) gcl_cli_needs "$1" 2 "$@" ;;
+  esac
+  case "$1" in
     --quick)
       collectives="all_reduce"; reps=1; factor=8; iters_small=100; iters_large=10; max_seconds=0.25
       limits_bytes=64M; limits_tcp=256M; shift ;;
@@ -66,10 +73,20 @@ while (($#)); do
     --max-seconds) max_seconds="$2"; shift 2 ;;
     --barrier) barrier=1; shift ;;
     --output) out_md="$2"; img="$(dirname "$2")/img"; shift 2 ;;
-    -h | --help) sed -n '2,/^# Environment/p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) echo "bench.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
+    *) gcl_cli_error "unknown option '$1'" ;;
   esac
 done
+# Every value checked before anything is installed, built or run.
+gcl_cli_each --collectives "$collectives" gcl_cli_member "all_reduce broadcast reduce_scatter all_gather all_to_all"
+[[ -z $algorithms ]] || gcl_cli_each --algorithms "$algorithms" gcl_cli_member "tree ring direct parameter_server recursive_doubling halving_doubling automatic by_size"
+gcl_cli_positive --reps "$reps"
+gcl_cli_each --ranks "$ranks" gcl_cli_positive
+gcl_cli_size --max-bytes "$max"
+gcl_cli_number --factor "$factor"
+gcl_cli_each --transports "$transports" gcl_cli_member "inproc tcp"
+gcl_cli_positive --iters "$iters_small"
+gcl_cli_positive --iters "$iters_large"
+gcl_cli_number --max-seconds "$max_seconds"
 
 step() { printf '\n== %s\n' "$*" >&2; }
 

@@ -8,6 +8,8 @@
 #   GCL_BUILD_DIR=/tmp/b scripts/demo.sh
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+source "$repo/scripts/cli.sh"
+gcl_cli_no_options "$@"
 build="${GCL_BUILD_DIR:-$repo/build-demo}"
 jobs="${GCL_JOBS:-$(nproc)}"
 

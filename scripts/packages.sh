@@ -14,6 +14,7 @@ GCL_PACKAGES=(
   libboost-dev       # Boost.Asio: gcl::tcp (header-only)
   libboost-test-dev  # Boost.Test: the test suite
   libcli11-dev       # command lines of examples, benchmarks, tools
+  nlohmann-json3-dev # JSON output of the benchmarks and the trainer (not the library)
   libxtensor-dev     # the LeNet-5 trainer
   libxtensor-blas-dev
   libopenblas-dev

@@ -18,6 +18,8 @@
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+source "$repo/scripts/cli.sh"
+gcl_cli_no_options "$@"
 build="${BUILD_DIR:-$repo/build}"
 sizes="${WORLD_SIZES:-1 2 4 8}"
 seeds="${SEEDS:-1}"

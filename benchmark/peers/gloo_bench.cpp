@@ -38,6 +38,7 @@
 
 #include "../bind.hpp"
 #include "../common.hpp"
+#include "common/cli.hpp"
 
 namespace {
 
@@ -191,6 +192,7 @@ int main(int argc, char** argv) {
                " sweep with nccl-tests columns (the peer of gcl's benchmark/" +
                std::string(bench::name_of(kind)) +
                "), one process per rank: tools/gcl-launch -p P -- " + argv[0]};
+  gcl_cli::setup(app, "gloo " + std::string(bench::name_of(kind)));
   bench::add_common_options(app, o);
   app.add_option("--store", store,
                  "directory of the ranks' rendezvous (gloo FileStore; default: one under "
@@ -203,8 +205,10 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"auto", "core", "none"}))
       ->capture_default_str();
   app.add_option("--timeout", timeout_s, "seconds any Gloo operation may wait")
+      ->check(CLI::Range(0.001, 1e7))
       ->capture_default_str();
-  CLI11_PARSE(app, argc, argv);
+  GCL_CLI_PARSE(app, argc, argv);
+  if (auto why = bench::check_options(o); !why.empty()) return gcl_cli::usage_error(app, why);
 
   int rank = 0;
   try {

@@ -13,6 +13,7 @@ Prints the columns of gcl's benchmarks (`--csv`: the same CSV header, impl "torc
     python3 benchmark/peers/torch_all_reduce.py --world-size 4 --min-bytes 8 --max-bytes 64M
 """
 import argparse
+import csv
 import datetime
 import os
 import socket
@@ -24,9 +25,16 @@ import time
 def parse_size(text):
     units = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
     t = text.strip().upper().rstrip("B")
-    if t and t[-1] in units and not t[-1].isdigit():
-        return int(float(t[:-1]) * units[t[-1]])
-    return int(t)
+    try:
+        if t and t[-1] in units and not t[-1].isdigit():
+            v = int(float(t[:-1]) * units[t[-1]])
+        else:
+            v = int(t)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a size such as 8, 64K, 64M, 1G")
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"'{text}' is negative")
+    return v
 
 
 def sizes(lo, hi, factor):
@@ -83,8 +91,11 @@ def rank_main(rank, world, port, args):
             t = statistics.median(slowest.tolist())
             algbw = nbytes / t / 1e9
             if args.csv:
-                print(f"all_reduce,torch gloo,gloo,{args.label},{world},{nbytes},{count},float,sum,-1,"
-                      f"{t * 1e6:.3f},{algbw:.6f},{algbw * busbw_factor:.6f},{int(w.item())},", flush=True)
+                csv.writer(sys.stdout, lineterminator="\n").writerow(  # quotes the label if needed
+                    ["all_reduce", "torch gloo", "gloo", args.label, world, nbytes, count, "float",
+                     "sum", -1, f"{t * 1e6:.3f}", f"{algbw:.6f}", f"{algbw * busbw_factor:.6f}",
+                     int(w.item()), ""])
+                sys.stdout.flush()
             else:
                 print(f"{nbytes:12d} {count:12d}   float    sum    -1 {t * 1e6:11.2f} {algbw:8.3f} "
                       f"{algbw * busbw_factor:8.3f} {int(w.item()):7d}", flush=True)
@@ -94,19 +105,28 @@ def rank_main(rank, world, port, args):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("-p", "--world-size", type=int, default=2)
-    ap.add_argument("--min-bytes", type=parse_size, default=8)
-    ap.add_argument("--max-bytes", type=parse_size, default=64 << 20)
-    ap.add_argument("--factor", type=int, default=2)
-    ap.add_argument("-n", "--iters", type=int, default=20)
-    ap.add_argument("--warmup", type=int, default=3)
-    ap.add_argument("--timeout", type=float, default=60, help="seconds any call may wait")
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+    from report import Parser  # benchmark/report.py: gcl's command-line conventions
+
+    ap = Parser(prog="torch_all_reduce.py", description=__doc__.split("\n\n")[0])
+    ap.add_argument("-p", "--world-size", type=int, default=2, help="ranks (processes), >= 1")
+    ap.add_argument("-b", "--min-bytes", type=parse_size, default=8)
+    ap.add_argument("-e", "--max-bytes", type=parse_size, default=64 << 20)
+    ap.add_argument("-f", "--factor", type=int, default=2, help=">= 2")
+    ap.add_argument("-n", "--iters", type=int, default=20, help=">= 1")
+    ap.add_argument("-w", "--warmup", type=int, default=3, help=">= 0")
+    ap.add_argument("--timeout", type=float, default=60, help="seconds any call may wait (> 0)")
     ap.add_argument("--csv", action="store_true")
     ap.add_argument("--label", default="torchgloo")
     args = ap.parse_args()
-    if args.world_size < 1 or args.factor < 2:
-        ap.error("--world-size must be >= 1 and --factor >= 2")
+    for name, ok, want in (("--world-size", args.world_size >= 1, ">= 1"),
+                           ("--factor", args.factor >= 2, ">= 2"),
+                           ("--iters", args.iters >= 1, ">= 1"),
+                           ("--warmup", args.warmup >= 0, ">= 0"),
+                           ("--timeout", args.timeout > 0, "> 0"),
+                           ("--max-bytes", args.min_bytes <= args.max_bytes, ">= --min-bytes")):
+        if not ok:
+            ap.error(f"argument {name}: must be {want}")
     try:
         import torch.multiprocessing as mp
     except ImportError:

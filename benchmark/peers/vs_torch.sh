@@ -14,11 +14,16 @@
 # Environment: GCL_BUILD_DIR (default build-bench/), GCL_JOBS (default nproc).
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+source "$repo/scripts/cli.sh"
+gcl_cli_help_version "$@"
 build="${GCL_BUILD_DIR:-$repo/build-bench}"
 jobs="${GCL_JOBS:-$(nproc)}"
 ranks="2 4" reps=3 min=8 max=64M factor=4 iters_small=50 iters_large=10 warmup=3
 install=1 out_md="$repo/doc/vs_torch.md"
 while (($#)); do
+  case "$1" in
+    --ranks | --reps | --max-bytes | --output) gcl_cli_needs "$1" 1 "$@" ;;
+  esac
   case "$1" in
     --quick) reps=1; factor=8; iters_small=20; iters_large=5; shift ;;
     --ranks) ranks="$2"; shift 2 ;;
@@ -26,10 +31,12 @@ while (($#)); do
     --max-bytes) max="$2"; shift 2 ;;
     --no-install) install=0; shift ;;
     --output) out_md="$2"; shift 2 ;;
-    -h | --help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) echo "vs_torch.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
+    *) gcl_cli_error "unknown option '$1'" ;;
   esac
 done
+gcl_cli_each --ranks "$ranks" gcl_cli_positive
+gcl_cli_positive --reps "$reps"
+gcl_cli_size --max-bytes "$max"
 
 if ((install)); then
   source "$repo/scripts/packages.sh"

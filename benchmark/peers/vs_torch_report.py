@@ -9,11 +9,18 @@ import os
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from report import human, load, medians  # noqa: E402  (benchmark/report.py: one loader)
+from report import Parser, human, load, medians  # noqa: E402  (benchmark/report.py: one loader)
 
 
 def main():
-    results, out = sys.argv[1], sys.argv[2]
+    ap = Parser(prog="vs_torch_report.py", description="Writes doc/vs_torch.md from the CSV "
+                "files of benchmark/peers/vs_torch.sh.")
+    ap.add_argument("results", help="directory of the sweeps' *.csv and meta.txt")
+    ap.add_argument("out", help="the Markdown file to write")
+    a = ap.parse_args()
+    if not os.path.isdir(a.results):
+        ap.error(f"RESULTS: '{a.results}' is not a directory")
+    results, out = a.results, a.out
     meta = {}
     for line in open(os.path.join(results, "meta.txt")):
         if "=" in line:

@@ -3,7 +3,7 @@
 //
 //   tcp_link_bench pingpong                  send/recv ping-pong between ranks 0 and 1: one-way us,
 //                                            GB/s, per size
-//   tcp_link_bench tree_vs_ring [reps] [max_bytes]
+//   tcp_link_bench tree_vs_ring [-n reps] [-e max_bytes]   (or: tree_vs_ring REPS MAX_BYTES)
 //                                            tree vs ring all_reduce time per size, beside the cost
 //                                            model calibrated on this very link (rank 0 prints)
 //
@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "../common.hpp"  // bench::median: the one median of the benchmarks
+#include "common/cli.hpp"
 
 namespace {
 
@@ -110,18 +111,34 @@ int tree_vs_ring(comm_t& comm, int reps, std::size_t max_bytes) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string mode = argc > 1 ? argv[1] : "";
-  if (mode != "pingpong" && mode != "tree_vs_ring") {
-    std::fprintf(stderr, "usage: %s pingpong | tree_vs_ring [reps] [max_bytes]\n", argv[0]);
-    return 2;
-  }
+  CLI::App app{
+      "One rank of a TCP job (tools/gcl-launch -p P -- tcp_link_bench MODE) that measures its "
+      "links: pingpong (ranks 0 and 1: one-way time and GB/s per size) or tree_vs_ring (tree vs "
+      "ring all_reduce per size, beside the cost model calibrated on this link)"};
+  gcl_cli::setup(app, "tcp_link_bench");
+  std::string mode;
+  int reps = 20;
+  std::size_t max_bytes = std::size_t{16} << 20;
+  app.add_option("mode", mode, "pingpong or tree_vs_ring (required)")
+      ->check(CLI::IsMember({"pingpong", "tree_vs_ring"}));
+  // Positional too, as benchmark/tcp/shaped.sh passes them: tree_vs_ring REPS MAX_BYTES.
+  app.add_option("reps", reps, "tree_vs_ring: timed calls per size (as -n)")
+      ->check(CLI::Range(1, 1000000));
+  app.add_option("max_bytes", max_bytes, "tree_vs_ring: largest size (as -e)")
+      ->transform(CLI::AsSizeValue(false));
+  app.add_option("-n,--iters", reps, "tree_vs_ring: timed calls per size")
+      ->check(CLI::Range(1, 1000000))
+      ->capture_default_str();
+  gcl_cli::add_size_option(app, "-e,--max-bytes", max_bytes, "tree_vs_ring: largest size");
+  GCL_CLI_PARSE(app, argc, argv);
+  // Checked here rather than by ->required(), which CLI11 would report before an unknown flag.
+  if (mode.empty()) return gcl_cli::usage_error(app, "mode is required: pingpong or tree_vs_ring");
   int rank = -1;
   try {
     comm_t comm(gcl::tcp_transport(gcl::tcp_options::from_env()));
     rank = comm.rank();
     if (mode == "pingpong") return pingpong(comm);
-    return tree_vs_ring(comm, argc > 2 ? std::atoi(argv[2]) : 20,
-                        argc > 3 ? std::strtoull(argv[3], nullptr, 10) : std::size_t{16} << 20);
+    return tree_vs_ring(comm, reps, max_bytes);
   } catch (std::exception const& e) {
     std::fprintf(stderr, "rank %d: %s\n", rank, e.what());
     return 1;

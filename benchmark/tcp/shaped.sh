@@ -20,7 +20,14 @@
 #
 # Root only (exit 77 otherwise). Needs iproute2 (ip, tc). Namespaces are removed on exit.
 set -u
-bench=${1:?usage: shaped.sh path/to/tcp_link_bench [ranks] [rates] [reps]}
+source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/cli.sh"
+gcl_cli_help_version "$@"
+(($# >= 1 && $# <= 4)) || gcl_cli_error "usage: shaped.sh path/to/tcp_link_bench [ranks] [rates] [reps]"
+[[ $1 != -* ]] || gcl_cli_error "unknown option '$1'"
+[[ -x $1 ]] || gcl_cli_error "'$1' is not an executable tcp_link_bench"
+[[ -z ${2:-} ]] || gcl_cli_positive ranks "$2"
+[[ -z ${4:-} ]] || gcl_cli_positive reps "$4"
+bench=$1
 ranks=${2:-4}
 rates=${3:-100mbit 1gbit}
 reps=${4:-10}

@@ -7,14 +7,20 @@
 // launcher such as tools/gcl-launch). Prints a progress line, one line per evaluation, and k*
 // (iterations to the target accuracy) with the seconds it took.
 
+#include <charconv>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
 #include <string>
 #include <vector>
 
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
 #include "blas_threads.hpp"
+#include "common/cli.hpp"
 
 #include "trainer.hpp"
 
@@ -28,13 +34,14 @@
 
 namespace {
 
-// True when a launcher (tools/gcl-launch, torchrun-style, mpirun, srun) started this process as
-// one rank of a job: then --transport tcp forms the job from the environment.
-bool under_launcher() {
-  for (char const* v :
-       {"GCL_WORLD_SIZE", "WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS"})
-    if (std::getenv(v)) return true;
-  return false;
+// With --json: the JSON result goes to the real stdout, everything else to stderr.
+std::FILE* json_out = nullptr;
+
+// The names of `algorithm_list`, for CLI::IsMember.
+std::vector<std::string> algorithm_name_list() {
+  std::vector<std::string> v;
+  std::apply([&](auto... a) { (v.emplace_back(a.name), ...); }, lenet5::algorithm_list{});
+  return v;
 }
 
 // Ranks that ran in this process (threads) must end with the very same parameters: gcl's
@@ -70,6 +77,38 @@ void summary(lenet5::train_config const& cfg, int world, lenet5::train_result co
   if (cfg.split_wait) std::printf(", waiting for the slowest rank %.2f s", r.wait_seconds);
   std::printf(": %.1f%% communication\n", 100 * r.comm_share);
   double acc = r.evaluations.empty() ? 0 : r.evaluations.back().accuracy;
+  if (json_out) {
+    nlohmann::ordered_json j = {
+        {"world_size", world},
+        {"algorithm", cfg.algorithm},
+        {"sync", cfg.sync},
+        {"optimizer", cfg.optimizer},
+        {"lr", cfg.lr},
+        {"batch", cfg.batch},
+        {"target_accuracy", cfg.target_accuracy},
+        {"k_star", r.k_star},
+        {"seconds", r.k_star >= 0 ? r.seconds_to_target : r.seconds},
+        {"train_seconds", r.train_seconds},
+        {"iterations", r.iterations},
+        {"images_per_second", r.images_per_second},
+        {"comm_share", r.comm_share},
+        {"wait_share", r.wait_share},
+        {"compute_seconds", r.compute_seconds},
+        {"comm_seconds", r.comm_seconds},
+        {"wait_seconds", r.wait_seconds},
+        {"accuracy", acc},
+        {"evaluations", nlohmann::ordered_json::array()}};
+    for (auto const& e : r.evaluations)
+      j["evaluations"].push_back({{"iteration", e.iteration},
+                                  {"epoch", e.epoch},
+                                  {"seconds", e.seconds},
+                                  {"train_seconds", e.train_seconds},
+                                  {"train_loss", e.train_loss},
+                                  {"test_loss", e.test_loss},
+                                  {"accuracy", e.accuracy}});
+    std::fprintf(json_out, "%s\n", j.dump().c_str());
+    std::fflush(json_out);
+  }
   std::printf(
       "RESULT world_size=%d k_star=%ld seconds=%.3f train_seconds=%.3f iterations=%ld "
       "images_per_second=%.1f comm_share=%.4f wait_share=%.4f compute_seconds=%.3f "
@@ -83,47 +122,92 @@ void summary(lenet5::train_config const& cfg, int world, lenet5::train_result co
 
 int main(int argc, char** argv) {
   CLI::App app{"Distributed SGD for LeNet-5 on MNIST over gcl"};
+  gcl_cli::setup(app, "train_lenet5");
   app.option_defaults()->always_capture_default();
   lenet5::train_config cfg;
   int world = 1, threads = 1, timeout_s = 120;
-  std::string transport = "inproc", data_dir = LENET5_DEFAULT_DATA;
-  bool quiet = false;
-  app.add_option("--world-size,-n", world, "number of ranks (threads with --transport inproc)")
+  std::string transport, data_dir = LENET5_DEFAULT_DATA;
+  bool quiet = false, json = false;
+  app.add_option("-p,--world-size", world,
+                 "number of ranks (threads with --transport inproc; under a launcher: the "
+                 "launcher's)")
       ->check(CLI::Range(1, 1024));
-  app.add_option("--transport", transport, "inproc (ranks are threads) or tcp (processes)")
+  app.add_option("-t,--transport", transport,
+                 "inproc (ranks are threads) or tcp (processes under a launcher, or threads over "
+                 "loopback); default: tcp when started by a launcher, else inproc")
       ->check(CLI::IsMember({"inproc", "tcp"}));
-  app.add_option("--algorithm", cfg.algorithm,
-                 "all_reduce algorithm: " + lenet5::algorithm_names());
+  app.add_option("-a,--algorithm", cfg.algorithm,
+                 "all_reduce algorithm: " + lenet5::algorithm_names())
+      ->check(CLI::IsMember(algorithm_name_list()));
   app.add_option("--sync", cfg.sync,
                  "params: average parameters after a local step (the homework's Algorithm 1); "
                  "grads: average gradients, then step (DDP)")
       ->check(CLI::IsMember({"params", "grads"}));
   app.add_option("--optimizer", cfg.optimizer, "sgd, momentum, sign, adam, adam_simplified")
       ->check(CLI::IsMember({"sgd", "momentum", "sign", "adam", "adam_simplified"}));
-  app.add_option("--lr", cfg.lr, "learning rate (step size alpha)");
-  app.add_option("--momentum", cfg.momentum, "mu of --optimizer momentum");
+  app.add_option("--lr", cfg.lr, "learning rate (step size alpha)")->check(CLI::Range(1e-9f, 1e3f));
+  app.add_option("--momentum", cfg.momentum, "mu of --optimizer momentum")
+      ->check(CLI::Range(0.0f, 0.999999f));
   app.add_flag("--l1-scale", cfg.l1_scale, "sign: step lr*||g||_1 (exact L-inf steepest descent)");
-  app.add_option("--batch,-b", cfg.batch, "images per rank per iteration")
-      ->check(CLI::PositiveNumber);
+  app.add_option("--batch", cfg.batch, "images per rank per iteration")
+      ->check(CLI::Range(1, 60000));
   app.add_option("--seed", cfg.seed, "initialisation and shuffling seed");
   app.add_option("--target-accuracy", cfg.target_accuracy,
                  "stop at the first evaluation with at least this test accuracy (0 = never)")
       ->check(CLI::Range(0.0, 1.0));
   app.add_option("--eval-every", cfg.eval_every, "iterations between evaluations")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(1L, 1000000000L));
   app.add_option("--max-iterations", cfg.max_iterations, "stop after this many iterations")
-      ->check(CLI::PositiveNumber);
-  app.add_option("--eval-images", cfg.eval_images, "test images per evaluation (-1 = all 10000)");
+      ->check(CLI::Range(1L, 1000000000L));
+  app.add_option("--eval-images", cfg.eval_images, "test images per evaluation (-1 = all 10000)")
+      ->check(CLI::Validator(
+          [](std::string& v) -> std::string {
+            long n = 0;
+            auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+            if (ec != std::errc{} || end != v.data() + v.size() || n == 0 || n < -1 || n > 10000)
+              return "Value " + v + " is not -1 (all) or in range 1 to 10000";
+            return {};
+          },
+          "-1 or 1..10000"));
   app.add_option("--log", cfg.log, "CSV file of every evaluation");
   app.add_option("--data", data_dir, "directory with the four MNIST-format IDX files");
   app.add_option("--threads", threads, "OpenBLAS threads (shared by all ranks of the process)")
       ->check(CLI::Range(1, 256));
-  app.add_option("--timeout", timeout_s, "seconds any collective may wait before failing");
+  app.add_option("--timeout", timeout_s, "seconds any collective may wait before failing")
+      ->check(CLI::Range(1, 86400 * 7));
   app.add_flag("--split-wait", cfg.split_wait,
                "barrier before each all_reduce: report waiting for the slowest rank apart");
-  app.add_flag("--quiet,-q", quiet, "no progress line (evaluations are still printed)");
-  CLI11_PARSE(app, argc, argv);
+  app.add_flag("-q,--quiet", quiet, "no progress line (evaluations are still printed)");
+  app.add_flag("--json", json,
+               "print the result as one JSON object on stdout (rank 0), everything else on "
+               "stderr");
+  GCL_CLI_PARSE(app, argc, argv);
   cfg.progress = !quiet;
+
+  // Under a launcher of more than one rank: tcp, never one world of threads per process.
+  auto const job = gcl_cli::launcher_world();
+  bool const launched = job && job->size > 1;
+  if (transport.empty()) transport = launched ? "tcp" : "inproc";
+  if (launched && transport == "inproc")
+    return gcl_cli::usage_error(
+        app, "--transport inproc: started as one of " + std::to_string(job->size) +
+                 " processes by a launcher (" + job->variable +
+                 "), each would train a world of its own; use --transport tcp (the default "
+                 "under a launcher) or run without the launcher");
+  if (launched && app.count("--world-size") && world != job->size)
+    return gcl_cli::usage_error(app, "--world-size " + std::to_string(world) +
+                                         " but the launcher started " +
+                                         std::to_string(job->size) + " ranks (" + job->variable +
+                                         ")");
+  if (json) {  // stdout keeps only the JSON: the human lines go to stderr
+    std::fflush(stdout);
+    int const fd = ::dup(STDOUT_FILENO);
+    if (fd < 0 || ::dup2(STDERR_FILENO, STDOUT_FILENO) < 0 ||
+        (json_out = ::fdopen(fd, "w")) == nullptr) {
+      std::perror("train_lenet5: --json");
+      return 2;
+    }
+  }
 
   // Ranks are threads on few cores: BLAS must not start threads of its own per call.
   lenet5::set_blas_threads(threads);
@@ -147,7 +231,7 @@ int main(int argc, char** argv) {
       return results[0].k_star >= 0 || cfg.target_accuracy == 0 ? 0 : 1;
     }
 #ifdef LENET5_HAS_TCP
-    if (!under_launcher()) {
+    if (!job) {
       // No launcher: N ranks as threads of this process, talking over loopback TCP.
       std::printf("train_lenet5: %d rank%s (threads over loopback tcp), all_reduce %s, sync %s\n",
                   world, world == 1 ? "" : "s", cfg.algorithm.c_str(), cfg.sync.c_str());
@@ -160,10 +244,6 @@ int main(int argc, char** argv) {
       return results[0].k_star >= 0 || cfg.target_accuracy == 0 ? 0 : 1;
     }
     auto opts = gcl::tcp_options::from_env();
-    if (app.count("--world-size") && opts.size != world)
-      throw std::invalid_argument("--world-size " + std::to_string(world) +
-                                  " but the launcher started " + std::to_string(opts.size) +
-                                  " ranks");
     if (!std::getenv("GCL_TIMEOUT")) opts.timeout = std::chrono::seconds{timeout_s};
     gcl::communicator comm(gcl::tcp_transport(std::move(opts)));
     if (comm.rank() == 0)

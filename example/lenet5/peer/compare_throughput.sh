@@ -8,6 +8,13 @@
 # torch (Debian: apt-get install python3-torch).
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)"
+source "$repo/scripts/cli.sh"
+gcl_cli_help_version "$@"
+(($# <= 4)) || gcl_cli_error "at most 4 arguments: [BUILD_DIR] [RUNS] [BATCH] [ITERATIONS]"
+[[ ${1:-} != -* ]] || gcl_cli_error "unknown option '$1'"
+[[ -z ${2:-} ]] || gcl_cli_positive RUNS "$2"
+[[ -z ${3:-} ]] || gcl_cli_positive BATCH "$3"
+[[ -z ${4:-} ]] || gcl_cli_positive ITERATIONS "$4"
 build="${1:-$repo/build}"
 runs="${2:-5}"
 batch="${3:-32}"

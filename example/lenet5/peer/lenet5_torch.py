@@ -9,11 +9,37 @@ training steps (forward, backward, SGD update), after a warm-up.
 Debian: apt-get install python3-torch (PyTorch 1.13, CPU).
 """
 import argparse
+import os
+import sys
 import time
 
-import torch
-import torch.nn as nn
-import torch.nn.functional as F
+
+def parse_args():
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..",
+                                    "benchmark"))
+    from report import Parser  # gcl's command-line conventions (doc/cli.md)
+
+    ap = Parser(prog="lenet5_torch.py", description=__doc__.split("\n")[0])
+    ap.add_argument("--batch", type=int, default=32)
+    ap.add_argument("--iterations", type=int, default=400)
+    ap.add_argument("--warmup", type=int, default=20)
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--lr", type=float, default=0.05)
+    args = ap.parse_args()
+    for name in ("batch", "iterations", "threads"):
+        if getattr(args, name) < 1:
+            ap.error(f"argument --{name}: must be >= 1")
+    if args.warmup < 0 or args.lr <= 0:
+        ap.error("argument --warmup: must be >= 0, --lr: > 0")
+    return args
+
+
+# Before torch is imported: --help, --version and errors need no torch (and are quick).
+ARGS = parse_args() if __name__ == "__main__" else None
+
+import torch  # noqa: E402
+import torch.nn as nn  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
 
 
 class LeNet5(nn.Module):
@@ -35,13 +61,7 @@ class LeNet5(nn.Module):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--batch", type=int, default=32)
-    ap.add_argument("--iterations", type=int, default=400)
-    ap.add_argument("--warmup", type=int, default=20)
-    ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--lr", type=float, default=0.05)
-    args = ap.parse_args()
+    args = ARGS
 
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
