@@ -245,7 +245,7 @@ BOOST_AUTO_TEST_CASE(each_launcher_gives_the_local_rank_and_size) {
 }
 
 BOOST_AUTO_TEST_CASE(slurm_tasks_per_node_is_read_at_this_node) {
-  // Nodes 0..2 run 2 tasks each, node 3 runs 1 (9 tasks would not fit WORLD_SIZE 8: use 7).
+  // Nodes 0..2 run 2 tasks each, node 3 runs 1.
   auto at = [](char const* node) {
     return from({{"WORLD_SIZE", "7"}, {"SLURM_TASKS_PER_NODE", "2(x3),1"}, {"SLURM_NODEID", node}})
         .local_size;

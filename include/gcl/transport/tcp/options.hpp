@@ -189,15 +189,14 @@ struct tcp_options {
     }
     // The ranks on this host: each launcher's own variables (the first one set wins).
     if (auto l = first({"LOCAL_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE", "PMIX_LOCAL_SIZE"}))
-      o.local_size = static_cast<int>(integer(*l, 1, o.size));
+      o.local_size = static_cast<int>(integer(*l, 1, 1 << 20));
     else if (auto t = first({"SLURM_STEP_TASKS_PER_NODE", "SLURM_TASKS_PER_NODE"}))
-      o.local_size = slurm_tasks_on_node(*t, first({"SLURM_NODEID"}), o.size);
+      o.local_size = slurm_tasks_on_node(*t, first({"SLURM_NODEID"}), 1 << 20);
     else if (auto n = first({"SLURM_NTASKS_PER_NODE", "MPI_LOCALNRANKS"}))
-      o.local_size = static_cast<int>(integer(*n, 1, o.size));
+      o.local_size = static_cast<int>(integer(*n, 1, 1 << 20));
     if (auto r = first({"LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "PMIX_LOCAL_RANK",
                         "SLURM_LOCALID", "MPI_LOCALRANKID"}))
-      o.local_rank =
-          static_cast<int>(integer(*r, 0, o.local_size > 0 ? o.local_size - 1 : o.size - 1));
+      o.local_rank = static_cast<int>(integer(*r, 0, o.local_size > 0 ? o.local_size - 1 : 1 << 20));
     if (auto s = first({"GCL_SPIN_US"})) {
       o.spin = std::chrono::microseconds(integer(*s, 0, 1000000));
     } else {
@@ -238,11 +237,11 @@ struct tcp_options {
   // node (SLURM_NODEID; without it, the only count the list holds, if it holds one).
   static int slurm_tasks_on_node(std::pair<char const*, std::string> const& v,
                                  std::optional<std::pair<char const*, std::string>> const& node,
-                                 int size) {
+                                 int most) {
     auto bad = [&] {
       return usage_error("gcl: environment variable " + std::string(v.first) + "='" + v.second +
                          "' is not a Slurm task count list such as 4 or 2(x3),1 whose counts "
-                         "are in [1, " + std::to_string(size) + "]");
+                         "are in [1, " + std::to_string(most) + "]");
     };
     long long want = -1;
     if (node) {
@@ -260,7 +259,7 @@ struct tcp_options {
       rest.remove_prefix(std::min(rest.size(), item.size() + 1));
       long long count = 0, repeat = 1;
       auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), count);
-      if (ec != std::errc{} || count < 1 || count > size) throw bad();
+      if (ec != std::errc{} || count < 1 || count > most) throw bad();
       std::string_view tail(end, static_cast<std::size_t>(item.data() + item.size() - end));
       if (!tail.empty()) {
         if (tail.size() < 4 || tail.substr(0, 2) != "(x" || tail.back() != ')') throw bad();
