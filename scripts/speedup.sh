@@ -58,10 +58,12 @@ for seed in $seeds; do
           --algorithm "$algorithm" --sync "$sync" --optimizer "$optimizer" --lr "$lr_n"
           --batch "$batch" --seed "$seed" --target-accuracy "$target" --eval-every "$every"
           --max-iterations "$max_iterations" --log "$log" --quiet)
-    [[ "$table_only" == 1 ]] || "$trainer" "${args[@]}" 2>&1 | tee "$out/n$n-seed$seed.txt" || true
-    result=$(grep '^RESULT' "$out/n$n-seed$seed.txt") || true
-    [[ -n "$result" ]] || { echo "speedup: world size $n failed" >&2; exit 1; }
-    get() { sed -n "s/.* $1=\([^ ]*\).*/\1/p" <<<"$result"; }
+    # --json: the result as JSON on stdout, the human lines on stderr (kept in the .txt).
+    [[ "$table_only" == 1 ]] ||
+      "$trainer" "${args[@]}" --json 2> >(tee "$out/n$n-seed$seed.txt" >&2) >"$out/n$n-seed$seed.json" || true
+    json="$out/n$n-seed$seed.json"
+    [[ -s "$json" ]] || { echo "speedup: world size $n failed" >&2; exit 1; }
+    get() { python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$json" "$1"; }
     kstar[$n,$seed]=$(get k_star) secs[$n,$seed]=$(get seconds) tsecs[$n,$seed]=$(get train_seconds)
     ips[$n,$seed]=$(get images_per_second) comm[$n,$seed]=$(get comm_share)
   done

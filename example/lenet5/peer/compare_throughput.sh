@@ -31,8 +31,9 @@ median() { sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2
 ours=() theirs=()
 for ((i = 1; i <= runs; ++i)); do
   o=$(OPENBLAS_NUM_THREADS=1 "$trainer" --data "$repo/data/mnist" --world-size 1 --threads 1 \
-        --batch "$batch" --max-iterations "$iters" --eval-every 1000000 --eval-images 100 -q |
-      sed -n 's/^RESULT.* images_per_second=\([0-9.]*\).*/\1/p')
+        --batch "$batch" --max-iterations "$iters" --eval-every 1000000 --eval-images 100 -q \
+        --json 2>/dev/null |
+      python3 -c 'import json, sys; print(json.load(sys.stdin)["images_per_second"])')
   t=$("$py" "$repo/example/lenet5/peer/lenet5_torch.py" --batch "$batch" --iterations "$iters" |
       sed -n 's/^RESULT images_per_second=\([0-9.]*\)/\1/p')
   printf 'run %d: gcl train_lenet5 %8.0f images/s   pytorch %8.0f images/s\n' "$i" "$o" "$t"
