@@ -25,18 +25,18 @@ masks() {  # runs ranks that print their CPU mask; prints "rank mask" lines in r
 }
 
 # Default, as many ranks as CPUs: rank i on the i-th CPU, each alone.
-out=$(masks -n "$n")
+out=$(masks -p "$n")
 for ((i = 0; i < n; ++i)); do
   grep -qx "$i ${cpu[i]} bound=${cpu[i]}" <<<"$out" || fail "default, $n ranks: rank $i is not bound to CPU ${cpu[i]} alone: $out"
 done
 # More ranks than CPUs: nobody bound (the launcher's own mask).
-out=$(masks -n $((n + 1)))
+out=$(masks -p $((n + 1)))
 (($(grep -c " $mine bound=$" <<<"$out") == n + 1)) || fail "$((n + 1)) ranks on $n CPUs should be unbound ($mine): $out"
 # --bind none: unbound.
-out=$(masks -n 2 --bind none)
+out=$(masks -p 2 --bind none)
 (($(grep -c " $mine bound=$" <<<"$out") == 2)) || fail "--bind none should leave the ranks unbound: $out"
 # --bind core with more ranks than CPUs: round robin.
-out=$(masks -n $((n + 1)) --bind core)
+out=$(masks -p $((n + 1)) --bind core)
 grep -qx "$n ${cpu[0]} bound=${cpu[0]}" <<<"$out" || fail "--bind core: rank $n should share CPU ${cpu[0]}: $out"
 # A launcher restricted to one CPU binds there (its restriction is respected).
 if command -v taskset >/dev/null; then
