@@ -34,8 +34,8 @@ check_dev_shm() {
   [[ $now == "$before" ]] || fail "/dev/shm changed: before [$before], after [$now]"
 }
 
-echo "== 1. every collective and algorithm under gcl-launch -n 4, large messages offered"
-"$launch" -n 4 --timeout 60 -- "$worker" collectives >"$dir/out" 2>&1 || fail "exit code $?"
+echo "== 1. every collective and algorithm under gcl-launch -p 4, large messages offered"
+"$launch" -p 4 --tag-output --timeout 60 -- "$worker" collectives >"$dir/out" 2>&1 || fail "exit code $?"
 for r in 0 1 2 3; do
   grep -q "^\[$r\] rank $r: every collective and algorithm on 4 ranks over shm: bit-identical to inproc" "$dir/out" ||
     fail "rank $r did not report bit-identical results"
@@ -44,7 +44,7 @@ grep "^\[0\] rank 0" "$dir/out"
 check_dev_shm
 
 echo "== 2. the same, every message streamed through 16 KiB rings"
-GCL_SHM_CMA=0 GCL_SHM_RING_BYTES=16384 "$launch" -n 4 --timeout 60 -- "$worker" collectives >"$dir/out" 2>&1 ||
+GCL_SHM_CMA=0 GCL_SHM_RING_BYTES=16384 "$launch" -p 4 --tag-output --timeout 60 -- "$worker" collectives >"$dir/out" 2>&1 ||
   fail "exit code $?"
 for r in 0 1 2 3; do
   grep -q "^\[$r\] rank $r: every collective and algorithm on 4 ranks over shm: bit-identical to inproc .*large messages streamed" "$dir/out" ||
@@ -58,7 +58,7 @@ echo "== 3. SIGKILL one rank during a long all_reduce loop"
 # gcl-launch (then not exit code 1).
 timeout_s=60
 export GCL_WORKER_DIR=$dir
-"$launch" -n 4 --timeout $timeout_s --grace $((timeout_s + 30)) -- "$worker" loop 100000000 4096 >"$dir/out" 2>&1 &
+"$launch" -p 4 --tag-output --timeout $timeout_s --grace $((timeout_s + 30)) -- "$worker" loop 100000000 4096 >"$dir/out" 2>&1 &
 launcher=$!
 for _ in $(seq 600); do
   [[ -s "$dir/0.pid" && -s "$dir/1.pid" && -s "$dir/2.pid" && -s "$dir/3.pid" ]] && break
