@@ -1,8 +1,10 @@
-# Install rules: headers, the gcl::gcl (and gcl::tcp) targets, a config and a version file.
+# Install rules: headers, the gcl::gcl (and gcl::tcp) targets, a config and a version file, the
+# pkg-config files and the license (<prefix>/share/doc/gcl/LICENSE).
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
 install(DIRECTORY include/gcl DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(FILES LICENSE DESTINATION ${CMAKE_INSTALL_DOCDIR})
 set(_gcl_targets gcl)
 if(TARGET gcl_tcp)
   list(APPEND _gcl_targets gcl_tcp)
