@@ -19,6 +19,7 @@ GCL_PACKAGES=(
   libxtensor-blas-dev
   libopenblas-dev
   gnuplot-nox        # benchmark plots
+  python3-matplotlib # the speedup experiment's plots (scripts/speedup_report.py)
   netcat-openbsd     # tcp transport tests (a stranger connecting)
   iproute2           # tcp transport tests (network namespaces, interfaces)
   python3            # tools/gcl-launch (standard library only)

@@ -101,6 +101,7 @@ check shaped.sh "$src/benchmark/tcp/shaped.sh" /bin/true 0 :: ranks
 check compare_throughput.sh "$src/example/lenet5/peer/compare_throughput.sh" "$tmp" 0 :: RUNS
 check report.py "$src/benchmark/report.py" "$tmp/nowhere" a b :: RESULTS
 check vs_torch_report.py "$src/benchmark/peers/vs_torch_report.py" "$tmp/nowhere" a :: RESULTS
+check speedup_report.py "$src/scripts/speedup_report.py" table "$tmp/nowhere" :: OUT
 check torch_all_reduce.py "$src/benchmark/peers/torch_all_reduce.py" --factor 1 :: --factor
 check lenet5_torch.py "$src/example/lenet5/peer/lenet5_torch.py" --batch 0 :: --batch
 
