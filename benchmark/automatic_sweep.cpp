@@ -70,7 +70,9 @@ int main(int argc, char** argv) {
     return gcl_cli::usage_error(app, "--max-trials is smaller than --trials");
   if (auto why = gcl_cli::refuse_launcher(); !why.empty()) return gcl_cli::usage_error(app, why);
 
-  gcl::automatic const model_only{.model = model_check::calibrate_threads(p), .trials = 0};
+  // Progress (a line per calibration, then per size and run) on stderr; results on stdout.
+  gcl::automatic const model_only{
+      .model = model_check::calibrate_threads(p, 5, {}, "automatic_sweep"), .trials = 0};
   gcl::automatic const tuned{.model = model_only.model,
                              .trials = trials,
                              .max_trials = max_trials < 0 ? 3 * trials : max_trials,
@@ -94,7 +96,11 @@ int main(int argc, char** argv) {
                          gcl::tree{}};
   auto const m = model_check::time_all_reduce(
       p, counts, algs,
-      {.repetitions = reps, .runs = runs, .min_seconds = min_seconds, .bind = bind});
+      {.repetitions = reps,
+       .runs = runs,
+       .min_seconds = min_seconds,
+       .bind = bind,
+       .progress = "automatic_sweep"});
   auto const& t = m.seconds;
   std::size_t const again = t.size() - 1;
   // Short names for the picks column, in `choice` order.

@@ -9,7 +9,9 @@
 // repetitions, of which there are at least enough to span `min_seconds` per size (threads that
 // share cores run faster or slower for milliseconds at a time, so a short window measures luck). An
 // algorithm that tunes itself (gcl::automatic) is first called until it has settled for the size,
-// as a training loop's first iterations would, and its pick is reported.
+// as a training loop's first iterations would, and its pick is reported. With a `progress`
+// name, each step prints a line on stderr as it ends ("automatic_sweep: run 1 of 3: 64 KiB (5
+// of 10 sizes), 12 s"), so that stdout keeps only the results.
 
 #include <gcl/algorithm/automatic.hpp>
 #include <gcl/collective/all_reduce.hpp>
@@ -22,6 +24,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstddef>
+#include <cstdio>
 #include <stdexcept>
 #include <string>
 #include <tuple>
@@ -40,7 +43,24 @@ struct timing_options {
   int runs = 1;
   double min_seconds = 0;
   std::string bind = "auto";
+  char const* progress = nullptr;  ///< the program's name: a line on stderr per size and run
 };
+
+/// "64 B", "4 KiB", "16 MiB": a size for the progress lines.
+inline std::string size_text(std::size_t b) {
+  if (b >= (1u << 20) && b % (1u << 20) == 0) return std::to_string(b >> 20) + " MiB";
+  if (b >= (1u << 10) && b % (1u << 10) == 0) return std::to_string(b >> 10) + " KiB";
+  return std::to_string(b) + " B";
+}
+
+/// "NAME: what, N s" on stderr (seconds since `start`), if `name` is set; flushed at once.
+inline void progress_line(char const* name, std::string const& what,
+                          std::chrono::steady_clock::time_point start) {
+  if (name == nullptr) return;
+  double const s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::fprintf(stderr, "%s: %s, %.0f s\n", name, what.c_str(), s);
+  std::fflush(stderr);
+}
 
 /// Per algorithm a (index in the tuple) and size s: the median time, and for an algorithm that
 /// tunes itself what it settled on in each run (a `gcl::automatic::choice` as int; -1 for the
@@ -93,7 +113,10 @@ int settle(Comm& comm, Alg const& alg, std::vector<float>& v, double limit_secon
 /// Also checks every result (rank r holds r + 1, so each element must be P(P+1)/2).
 template <class... Algs>
 timings time_all_reduce_once(int p, std::vector<std::size_t> const& counts,
-                             std::tuple<Algs...> const& algs, timing_options const& o) {
+                             std::tuple<Algs...> const& algs, timing_options const& o,
+                             std::string const& run_name = "",
+                             std::chrono::steady_clock::time_point start =
+                                 std::chrono::steady_clock::now()) {
   int const repetitions = o.repetitions;
   constexpr std::size_t na = sizeof...(Algs);
   struct rank_result {
@@ -144,6 +167,12 @@ timings time_all_reduce_once(int p, std::vector<std::size_t> const& counts,
             },
             algs);
       }
+      if (comm.rank() == 0)
+        progress_line(o.progress,
+                      run_name + size_text(counts[s] * sizeof(float)) + " (" +
+                          std::to_string(s + 1) + " of " + std::to_string(counts.size()) +
+                          " sizes)",
+                      start);
     }
     return r;
   });
@@ -169,8 +198,12 @@ template <class... Algs>
 timings time_all_reduce(int p, std::vector<std::size_t> const& counts,
                         std::tuple<Algs...> const& algs, timing_options const& o) {
   std::vector<timings> all;
-  for (int r = 0; r < std::max(o.runs, 1); ++r)
-    all.push_back(time_all_reduce_once(p, counts, algs, o));
+  auto const start = std::chrono::steady_clock::now();
+  int const runs = std::max(o.runs, 1);
+  for (int r = 0; r < runs; ++r)
+    all.push_back(time_all_reduce_once(
+        p, counts, algs, o, "run " + std::to_string(r + 1) + " of " + std::to_string(runs) + ": ",
+        start));
   timings out = all[0];
   for (auto const& run : all) out.per_run.push_back(run.seconds);
   for (std::size_t a = 0; a < out.seconds.size(); ++a)
@@ -184,11 +217,18 @@ timings time_all_reduce(int p, std::vector<std::size_t> const& counts,
 }
 
 /// The model every rank agrees on, measured on `p` threads (median of `runs` calibrations).
-inline gcl::cost_model calibrate_threads(int p, int runs = 5, gcl::calibrate_options opts = {}) {
+/// With a `progress` name, a line on stderr per calibration.
+inline gcl::cost_model calibrate_threads(int p, int runs = 5, gcl::calibrate_options opts = {},
+                                         char const* progress = nullptr) {
   std::vector<double> al, be, ga, la, pa;
+  auto const start = std::chrono::steady_clock::now();
   for (int i = 0; i < runs; ++i) {
     auto m = gcl::spawn<gcl::inproc_transport>(
         p, [&](auto& comm) { return gcl::calibrate(comm, opts); })[0];
+    progress_line(progress,
+                  "calibrating the cost model on " + std::to_string(p) + " threads: " +
+                      std::to_string(i + 1) + " of " + std::to_string(runs),
+                  start);
     al.push_back(m.alpha);
     be.push_back(m.beta);
     ga.push_back(m.gamma);
@@ -201,7 +241,10 @@ inline gcl::cost_model calibrate_threads(int p, int runs = 5, gcl::calibrate_opt
 
 /// One-way time of a message of counts[s] floats between two threads: half the median round
 /// trip of a ping-pong (the homework's "time to send D bytes from one worker to another").
-inline std::vector<double> ping_pong(std::vector<std::size_t> const& counts, int repetitions) {
+/// With a `progress` name, a line on stderr per size.
+inline std::vector<double> ping_pong(std::vector<std::size_t> const& counts, int repetitions,
+                                     char const* progress = nullptr) {
+  auto const start = std::chrono::steady_clock::now();
   return gcl::spawn<gcl::inproc_transport>(2, [&](auto& comm) {
     std::vector<double> out;
     std::vector<float> v;
@@ -221,6 +264,8 @@ inline std::vector<double> ping_pong(std::vector<std::size_t> const& counts, int
           t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
       }
       out.push_back(bench::median(t) / 2);
+      if (comm.rank() == 0)
+        progress_line(progress, "ping-pong " + size_text(n * sizeof(float)), start);
     }
     return out;
   })[0];

@@ -46,8 +46,9 @@ int main(int argc, char** argv) {
 
   // Calibrated with a large message the size of the sweep's largest: beta then includes the
   // memory traffic the large sizes pay (a small one would be served from cache).
+  // Progress (a line per calibration, size and run) on stderr; results on stdout.
   gcl::cost_model m = model_check::calibrate_threads(
-      p, 5, {.large_bytes = std::max<std::size_t>(max_bytes, 1 << 20)});
+      p, 5, {.large_bytes = std::max<std::size_t>(max_bytes, 1 << 20)}, "predict_vs_measure");
   if (alpha > 0) m.alpha = alpha;
   if (beta > 0) m.beta = beta;
   if (gamma > 0) m.gamma = gamma;
@@ -64,8 +65,10 @@ int main(int argc, char** argv) {
   char const* names[] = {
       "tree", "ring", "recursive_doubling", "halving_doubling", "direct", "parameter_server"};
   auto measured =
-      model_check::time_all_reduce(p, counts, algs, {.repetitions = reps, .runs = runs}).seconds;
-  auto one_way = model_check::ping_pong(counts, reps);
+      model_check::time_all_reduce(
+          p, counts, algs, {.repetitions = reps, .runs = runs, .progress = "predict_vs_measure"})
+          .seconds;
+  auto one_way = model_check::ping_pong(counts, reps, "predict_vs_measure");
 
   std::printf(
       "# all_reduce float32 sum on P = %d threads; model alpha = %.3g s, beta = %.3g s/B "
