@@ -15,6 +15,7 @@ import collections
 import argparse
 import csv
 import glob
+import math
 import os
 import statistics
 import subprocess
@@ -311,38 +312,105 @@ def main():
         f.write("\n".join(md) + "\n")
 
 
+# Line colours and point types of the plots' curves, in order: distinguishable on white, no
+# yellow (gnuplot's default 5th colour is unreadable on white).
+PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b",
+           "#000000"]
+POINTS = [7, 5, 9, 11, 13, 1, 2, 3]
+
+
+def size_tics(lo, hi):
+    """Tick marks for a log2 size axis from lo to hi bytes: every 2^step-th power of 2 (at most
+    9 labels; a step that lands on both ends if there is one), from the first at or below lo to
+    the first at or above hi, labelled in one unit family (B, KiB, MiB, GiB), no exponents."""
+    lo_k = max(0, (max(lo, 1)).bit_length() - 1)
+    hi_k = max(lo_k, (max(hi, 1) - 1).bit_length())
+    span = hi_k - lo_k
+    fits = [k for k in range(1, 9) if span / k <= 8]
+    step = next((k for k in fits if span % k == 0), fits[0])
+    ks = list(range(lo_k, hi_k + 1, step))
+    if ks[-1] < hi_k:
+        ks.append(ks[-1] + step)
+    return [(human(1 << k), 1 << k) for k in ks]
+
+
+def time_tics(lo, hi):
+    """Decade ticks for a log time axis in microseconds, labelled in us, ms or s."""
+    out, v = [], 10.0 ** math.floor(math.log10(max(lo, 1e-3)))
+    while True:
+        label = (f"{v:g} us" if v < 1e3 else f"{v / 1e3:g} ms" if v < 1e6 else f"{v / 1e6:g} s")
+        out.append((label, v))
+        if v >= hi:
+            return out
+        v *= 10
+
+
 def plot(img, coll, ranks, kind, png):
     """One PNG per collective and metric, one panel per P, gcl and its peers on both transports."""
     panels = []
+    sizes, values = [], []
     for p in ranks:
         curves = []
         for gl, _, _ in SECTIONS:
             dat = os.path.join(DATDIR, f"bench_{coll}_{gl}_p{p}.dat")
             if not os.path.exists(dat):
                 continue
-            header = open(dat).readline().split()[1:]  # after "#": size, then NAME_time NAME_busbw ...
+            lines = open(dat).read().split("\n")
+            header = lines[0].split()[1:]  # after "#": size, then NAME_time NAME_busbw ...
+            rows = [l.split() for l in lines[1:] if l.strip() and not l.startswith("#")]
             suffix = "_time" if kind == "latency" else "_busbw"
             for i, h in enumerate(header[1:]):
                 if h.endswith(suffix):
                     title = h[:-len(suffix)].replace("_", " ")
-                    curves.append(f"'{dat}' using 1:{i + 2} with linespoints title '{title}'")
+                    curves.append((title, f"'{dat}' using 1:{i + 2}"))
+                    for r in rows:
+                        try:
+                            size, value = int(float(r[0])), float(r[i + 1])
+                        except (ValueError, IndexError):
+                            continue
+                        if math.isfinite(value):
+                            sizes.append(size)
+                            values.append(value)
         if curves:
             panels.append((p, curves))
-    if not panels:
+    if not panels or not sizes:
         return False
-    ylabel = "time (us)" if kind == "latency" else "busbw (GB/s)"
+    # The same colour and point for the same curve in every panel.
+    titles = []
+    for _, curves in panels:
+        for title, _ in curves:
+            if title not in titles:
+                titles.append(title)
+    ylabel = "time per call" if kind == "latency" else "busbw (GB/s)"
+    lo, hi = min(sizes), max(sizes)
+    tics = size_tics(lo, hi)
     script = [f"set terminal pngcairo size {700 * len(panels)},500 noenhanced" if has_cairo() else
               f"set terminal png size {700 * len(panels)},500 noenhanced",
               f"set output '{os.path.join(img, png)}'",
               f"set multiplot layout 1,{len(panels)}",
-              "set logscale x 2", "set xlabel 'size (bytes)'",
-              "set xtics (" + ", ".join(f"'{human(1 << k).replace(' ', '')}' {1 << k}" for k in range(2, 31, 4)) + ")",
+              "set logscale x 2", "set xlabel 'size per rank'",
+              f"set xrange [{tics[0][1] / 1.3}:{tics[-1][1] * 1.3}]",
+              "set xtics (" + ", ".join(f"'{label}' {v}" for label, v in tics) + ")",
+              "set mxtics default",
               f"set ylabel '{ylabel}'", "set key top left", "set grid"]
     if kind == "latency":
+        positive = [v for v in values if v > 0]
         script.append("set logscale y 10")
+        if positive:
+            yt = time_tics(min(positive), max(positive))
+            script.append(f"set yrange [{yt[0][1]}:{yt[-1][1]}]")
+            script.append("set ytics (" + ", ".join(f"'{label}' {v}" for label, v in yt) + ")")
+    else:
+        script.append("set yrange [0:*]")
+        script.append("set format y '%g'")
     for p, curves in panels:
         script.append(f"set title '{coll}, P = {p}'")
-        script.append("plot " + ", ".join(curves))
+        plots = []
+        for title, using in curves:
+            k = titles.index(title)
+            plots.append(f"{using} with linespoints lw 1.5 pt {POINTS[k % len(POINTS)]} ps 0.8 "
+                         f"lc rgb '{PALETTE[k % len(PALETTE)]}' title '{title}'")
+        script.append("plot " + ", ".join(plots))
     script.append("unset multiplot")
     try:
         subprocess.run(["gnuplot"], input="\n".join(script), text=True, check=True)
