@@ -588,6 +588,17 @@ class printer {
             {"pred_us", std::isnan(r.pred_us) ? nlohmann::ordered_json()
                                               : nlohmann::ordered_json(r.pred_us)}};
         json_["rows"].push_back(std::move(row));
+        // The JSON is written whole at the end: until then a line per size on stderr says
+        // how far the sweep is, and stdout stays one JSON document.
+        std::string size = format_size(r.bytes);
+        if (size.back() >= '0' && size.back() <= '9')
+          size += " B";
+        else
+          size.insert(size.size() - 1, " ").append("iB");  // "64K" -> "64 KiB"
+        std::fprintf(stderr, "%s (%s, %d ranks): %s done, %.2f us\n",
+                     std::string(name_of(c_)).c_str(), alg_.c_str(), world_, size.c_str(),
+                     r.time_us);
+        std::fflush(stderr);
         break;
       }
     }

@@ -4,7 +4,7 @@
 # $results/NAME.csv; a rank prefix "[0] " (tools/gcl-launch --tag-output) is removed and other ranks' lines
 # dropped. Uses the caller's $results, $min, $max, $factor, $iters_small, $iters_large and
 # $warmup, and adds the options in the array $sweep_extra (if set; e.g. --barrier) to every
-# command.
+# command. Says on stderr when each sweep starts and ends.
 #
 #   gcl_sweep NAME CMD...
 
@@ -21,9 +21,11 @@ gcl_bytes() {
 
 gcl_sweep() {
   local name="$1"; shift
-  local extra=(${sweep_extra[@]+"${sweep_extra[@]}"}) small_max=512K
+  local extra=(${sweep_extra[@]+"${sweep_extra[@]}"}) small_max=512K t0=$SECONDS
   local large=$(($(gcl_bytes "$max") >= (1 << 20)))
   ((large)) || small_max="$max"
+  # Progress on stderr: a line when the sweep starts and one when it ends (the rows go to the CSV).
+  echo "  $name: $min .. $max ..." >&2
   {
     "$@" --min-bytes "$min" --max-bytes "$small_max" --factor "$factor" --iters "$iters_small" --warmup "$warmup" --csv ${extra[@]+"${extra[@]}"}
     if ((large)); then
@@ -34,5 +36,5 @@ gcl_sweep() {
     cat "$results/$name.err" >&2
     return 1
   }
-  echo "  $name" >&2
+  echo "  $name: done, $((SECONDS - t0)) s" >&2
 }
