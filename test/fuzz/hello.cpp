@@ -30,11 +30,11 @@ extern "C" int LLVMFuzzerTestOneInput(std::uint8_t const* data, std::size_t size
   h.encode(out.data());
   std::memcpy(expected.data(), in.data(), hello_size);
   for (std::size_t i = 26; i < 32; ++i) expected[i] = std::byte{0};  // reserved
-  for (std::size_t i = 48; i < hello_size; ++i) expected[i] = std::byte{0};
+  for (std::size_t i = 48; i < 64; ++i) expected[i] = std::byte{0};
   GCL_FUZZ_CHECK(out == expected);
   auto again = decode_hello(out);
   GCL_FUZZ_CHECK(again && again.value.rank == h.rank && again.value.size == h.size &&
                  again.value.token == h.token && again.value.port == h.port &&
-                 again.value.address == h.address);
+                 again.value.address == h.address && again.value.key == h.key);
   return 0;
 }

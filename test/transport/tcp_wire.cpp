@@ -131,7 +131,7 @@ BOOST_AUTO_TEST_CASE(hello_is_checked_for_magic_version_kind_and_family) {
   BOOST_TEST((d.value.address == h.address));
   BOOST_TEST(is_gcl_hello(b));
 
-  BOOST_TEST(decode_hello(std::span(b).first(10)).error == "a hello is 64 bytes, got 10");
+  BOOST_TEST(decode_hello(std::span(b).first(10)).error == "a hello is 96 bytes, got 10");
   auto with = [&](std::size_t at, std::uint8_t v) {
     auto c = b;
     c[at] = std::byte{v};

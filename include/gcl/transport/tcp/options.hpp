@@ -8,6 +8,7 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <chrono>
 #include <cmath>
@@ -77,6 +78,14 @@ struct tcp_options {
   /// How many ranks of the job run on this host, as the launcher says (`from_env`; 0: it says
   /// nothing). `from_env` sets `spin` from it.
   int local_size = 0;
+  /// This rank's host key, sent in its join hello; rank 0's address table carries every rank's
+  /// (`tcp_impl::host_keys()`). Which ranks may share memory: `hybrid_transport` fills it
+  /// (transport/hybrid/host_key.hpp); all zero for a plain `tcp_transport`.
+  std::array<std::uint8_t, 32> host_key{};
+  /// Whether ranks with equal, non-zero host keys get a data connection. `hybrid_transport`
+  /// sets it false: such ranks talk through shared memory, and the join connection of one on
+  /// rank 0's host is closed after the rendezvous.
+  bool connect_same_host = true;
 
   /// Options from the environment. First match wins:
   ///

@@ -59,10 +59,23 @@ class tcp_rendezvous : public std::enable_shared_from_this<tcp_rendezvous> {
         peers_(static_cast<std::size_t>(o.size)),
         table_(static_cast<std::size_t>(o.size)),
         where_(static_cast<std::size_t>(o.size)),
-        attempt_(static_cast<std::size_t>(o.size)) {}
+        keys_(static_cast<std::size_t>(o.size)),
+        attempt_(static_cast<std::size_t>(o.size)),
+        expected_(o.size - 1) {
+    keys_[static_cast<std::size_t>(o.rank)] = o.host_key;
+  }
 
   std::vector<std::optional<tcp::socket>>& peers() { return peers_; }
   std::vector<std::string>& where() { return where_; }
+  // Every rank's host key (wire.hpp), known once run() returns.
+  std::vector<host_key> const& keys() const { return keys_; }
+  // Whether this rank and rank r share a host and so, with connect_same_host false, have no
+  // data connection (only once rank 0's table has come, for a rank other than 0).
+  bool apart(int r) const {
+    if (o_.connect_same_host || r == o_.rank) return false;
+    auto const& k = keys_[static_cast<std::size_t>(r)];
+    return k == o_.host_key && std::any_of(k.begin(), k.end(), [](auto b) { return b != 0; });
+  }
   std::string prefix() const { return rank_prefix(o_.rank); }  // error_text.hpp
 
   // Forms the job; `prebound_fd` >= 0 is rank 0's listening socket made by a group.
@@ -97,8 +110,11 @@ class tcp_rendezvous : public std::enable_shared_from_this<tcp_rendezvous> {
            [&] { return std::string("sending the address table to the ranks"); });
     } else {
       connect_to(0, master_);
-      wait([&] { return connected_ == o_.size - 1; }, [&] { return waiting_text(); });
+      wait([&] { return connected_ == expected_; }, [&] { return waiting_text(); });
     }
+    // The join connection of a rank on rank 0's host carried only the rendezvous.
+    for (int r = 0; r < o_.size; ++r)
+      if (apart(r)) peers_[static_cast<std::size_t>(r)].reset();
     finished_ = true;
   }
 
@@ -116,7 +132,8 @@ class tcp_rendezvous : public std::enable_shared_from_this<tcp_rendezvous> {
     std::string s;
     int n = 0;
     for (int r = from; r < o_.size; ++r)
-      if (r != o_.rank && !peers_[r] && n++ < 8) s += (s.empty() ? "" : ", ") + std::to_string(r);
+      if (r != o_.rank && !peers_[r] && !apart(r) && n++ < 8)
+        s += (s.empty() ? "" : ", ") + std::to_string(r);
     if (n == 0) return {};
     return (n == 1 ? "rank " : "ranks ") + s + (n > 8 ? ", ..." : "");
   }
@@ -130,13 +147,12 @@ class tcp_rendezvous : public std::enable_shared_from_this<tcp_rendezvous> {
       if (!t.empty()) s += (s.empty() ? "" : "; ") + t;
     };
     for (int r = 0; r < o_.rank; ++r)
-      if (!peers_[r])
+      if (!peers_[r] && !apart(r))
         add(attempt_[r].empty() ? "waiting to connect to rank " + std::to_string(r) : attempt_[r]);
     if (peers_[0]) {  // the table came: the higher ranks know where we are
       if (auto m = missing(o_.rank + 1); !m.empty())
         add("waiting for " + m + " to connect to this rank at port " + std::to_string(port_) +
-            " (" + std::to_string(connected_) + " of " + std::to_string(o_.size - 1) +
-            " connected)");
+            " (" + std::to_string(connected_) + " of " + std::to_string(expected_) + " connected)");
     }
     return s;
   }
@@ -332,6 +348,7 @@ class tcp_rendezvous : public std::enable_shared_from_this<tcp_rendezvous> {
           a = asio::ip::address_v4({h.address[0], h.address[1], h.address[2], h.address[3]});
       }
       table_[h.rank] = tcp::endpoint(a, h.port);
+      keys_[static_cast<std::size_t>(h.rank)] = h.key;
       where_[h.rank] = "rank " + std::to_string(h.rank) + " at " + endpoint_text(from);
       peers_[h.rank].emplace(std::move(c->socket));
       ++joined_;
@@ -381,6 +398,7 @@ class tcp_rendezvous : public std::enable_shared_from_this<tcp_rendezvous> {
       auto& e = entries[r];
       e.family = a.is_v6() ? 6 : 4;
       e.port = table_[r].port();
+      e.key = keys_[static_cast<std::size_t>(r)];
       if (a.is_v6()) {
         e.address = a.to_v6().to_bytes();
       } else {
@@ -443,6 +461,7 @@ class tcp_rendezvous : public std::enable_shared_from_this<tcp_rendezvous> {
     h.size = o_.size;
     h.token = token_hash(o_.token);
     h.port = acceptor_.local_endpoint().port();
+    h.key = o_.host_key;
     boost::system::error_code ec;
     auto local = !o_.interface_name.empty() || !o_.bind_address.empty()
                      ? local_address()
@@ -509,9 +528,14 @@ class tcp_rendezvous : public std::enable_shared_from_this<tcp_rendezvous> {
       else
         a = asio::ip::address_v4({e.address[0], e.address[1], e.address[2], e.address[3]});
       table_[i] = tcp::endpoint(a, e.port);
+      keys_[static_cast<std::size_t>(i)] = e.key;
       if (i > o_.rank) where_[i] = "rank " + std::to_string(i) + " at " + endpoint_text(table_[i]);
     }
-    for (int i = 1; i < o_.rank; ++i) connect_to(i, table_[i]);
+    // A rank on this host is reached through its memory, not connected to (connect_same_host).
+    for (int i = 1; i < o_.size; ++i)
+      if (i != o_.rank && apart(i)) --expected_;
+    for (int i = 1; i < o_.rank; ++i)
+      if (!apart(i)) connect_to(i, table_[i]);
   }
 
   asio::io_context& io_;
@@ -529,7 +553,9 @@ class tcp_rendezvous : public std::enable_shared_from_this<tcp_rendezvous> {
   std::set<int> claimed_;
   int joined_ = 0, tables_sent_ = 0, connected_ = 0;
   bool finished_ = false;
+  std::vector<host_key> keys_;        // keys_[r]: rank r's host key (from its hello, or the table)
   std::vector<std::string> attempt_;  // the state of this rank's connection to each lower rank
+  int expected_;                      // connections a rank other than 0 waits for
   std::exception_ptr failure_;
 };
 

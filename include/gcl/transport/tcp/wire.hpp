@@ -31,7 +31,8 @@ namespace gcl::detail {
 inline constexpr std::uint32_t frame_magic = 0x314c4347;  // "GCL1"
 inline constexpr std::uint32_t hello_magic = 0x484c4347;  // "GCLH"
 inline constexpr std::uint32_t reply_magic = 0x524c4347;  // "GCLR"
-inline constexpr std::uint16_t wire_version = 2;
+// 3: the hello and the address table carry each rank's host key (host_key below).
+inline constexpr std::uint16_t wire_version = 3;
 
 // status_query asks a rank's I/O thread where its rank is; status_reply answers with the
 // rank's last collective in `call`, and in `tag` bit 0 "still inside it" and bits 1.. the rank
@@ -45,9 +46,14 @@ enum class frame_type : std::uint8_t {
 };
 
 inline constexpr std::size_t frame_header_size = 80;
-inline constexpr std::size_t hello_size = 64;
+inline constexpr std::size_t hello_size = 96;
 inline constexpr std::size_t reply_size = 128;
-inline constexpr std::size_t table_entry_size = 24;
+inline constexpr std::size_t table_entry_size = 56;
+
+// Which ranks may share memory: 32 bytes that are equal for two ranks exactly when they run on
+// one booted kernel, in one network namespace (whose abstract Unix sockets they share), as one
+// user (gcl::hybrid_transport; see host_key.hpp). All zero: not given.
+using host_key = std::array<std::uint8_t, 32>;
 
 // Limits on what a frame header may make the receiver do, whoever sent it:
 //  - an abort frame's text (an error message: a few hundred bytes in practice);
@@ -270,6 +276,7 @@ struct hello {
   std::uint64_t token = 0;
   std::uint16_t port = 0;  // the sender's listening port (join only)
   std::array<std::uint8_t, 16> address{};
+  host_key key{};  // the sender's (join only)
 
   void encode(std::byte* b) const noexcept {
     std::memset(b, 0, hello_size);
@@ -282,6 +289,7 @@ struct hello {
     put(b + 16, token);
     put(b + 24, port);
     std::memcpy(b + 32, address.data(), 16);
+    std::memcpy(b + 64, key.data(), key.size());
   }
 };
 
@@ -319,6 +327,7 @@ inline decoded<hello> decode_hello(std::span<std::byte const> b) {
   h.token = get<std::uint64_t>(p + 16);
   h.port = get<std::uint16_t>(p + 24);
   std::memcpy(h.address.data(), p + 32, 16);
+  std::memcpy(h.key.data(), p + 64, h.key.size());
   return d;
 }
 
@@ -375,6 +384,7 @@ struct table_entry {
   std::uint8_t family = 4;                 // 4 or 6
   std::uint16_t port = 0;                  // its listening port
   std::array<std::uint8_t, 16> address{};  // IPv4: the first 4 bytes
+  host_key key{};                          // its host key (as its hello gave it)
 };
 
 // Entry i at out[table_entry_size * i]; `out` must hold table_entry_size * entries.size() bytes.
@@ -385,6 +395,7 @@ inline void encode_table(std::byte* out, std::span<table_entry const> entries) n
     put(e + 0, entries[i].family);
     put(e + 2, entries[i].port);
     std::memcpy(e + 8, entries[i].address.data(), 16);
+    std::memcpy(e + 24, entries[i].key.data(), entries[i].key.size());
   }
 }
 
@@ -415,6 +426,7 @@ inline decoded<std::vector<table_entry>> decode_table(std::span<std::byte const>
     if (i != 0 && t.port == 0)
       return refused_bytes<result>("the address table gives rank " + std::to_string(i) + " port 0");
     std::memcpy(t.address.data(), e + 8, 16);
+    std::memcpy(t.key.data(), e + 24, t.key.size());
   }
   return d;
 }
