@@ -9,8 +9,8 @@
 // so a sender never waits for this rank to post the matching receive, only for it to be inside
 // any call of the transport (doc/shm.md, "Eager sends").
 
-#include <sys/uio.h>
 #include <poll.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -110,7 +110,7 @@ class shm_impl {
   using clock = std::chrono::steady_clock;
 
   shm_impl(shm_options o, std::shared_ptr<shm_group_state> group)
-      : o_(std::move(o)), group_(std::move(group)), prefix_(rank_prefix(o_.rank)) {
+      : o_(std::move(o)), group_(std::move(group)), prefix_(rank_prefix(name_of(o_.rank))) {
     if (group_) {
       std::lock_guard lock(group_->mutex);
       group_->members.emplace_back(this, [this] { ring_bell(o_.rank, true); });
@@ -187,7 +187,53 @@ class shm_impl {
     });
   }
 
+  // ---- for hybrid_transport, which composes this engine with tcp's -------------------------
+
+  // What await's `peer` is while this rank waits for something outside the segment.
+  static constexpr int external_wait = -2;
+
+  // Waits, as a blocked call of this transport does (draining every ring to this rank, copying
+  // every offer made to it, then sleeping on the rank's futex), until `ready()`, which is
+  // looked at between drains and after each wake-up (wake() ends a sleep). Throws on this
+  // job's abort or a local peer's death; false at `deadline`. Part of a call: poisons and ends
+  // the job on a failure, as every call does.
+  template <class Ready>
+  bool wait_external(Ready& ready, clock::time_point deadline) {
+    bool got = false;
+    guarded("wait", -1, [&] { got = await(ready, external_wait, deadline, true); });
+    return got;
+  }
+
+  // Ends a sleep of wait_external (or of any blocked call of this rank) so that it looks again.
+  // Safe from any thread, while the transport exists.
+  void wake() noexcept { ring_bell(o_.rank, false); }
+
+  // Called whenever a blocked call of this rank wakes up (and before it sleeps): throws to end
+  // the wait, for an error of something outside the segment. Set once, before any call.
+  void set_external_check(std::function<void()> check) { external_check_ = std::move(check); }
+
+  // An error met outside this transport ends it as one of its own would: it is poisoned, and
+  // the error goes into the segment so that every rank of the job stops with it (the first
+  // error wins).
+  void fail_from_outside(transport_error const& e) noexcept {
+    if (!mapped_) return;
+    if (!poisoned_) {
+      poisoned_ = true;
+      try {
+        failure_ = e.what();
+      } catch (...) {
+      }
+    }
+    abort_job(e);
+  }
+
  private:
+  // The rank number that messages use: the global one under hybrid_transport.
+  int name_of(int r) const noexcept {
+    return o_.global_ranks.empty() ? r : o_.global_ranks[static_cast<std::size_t>(r)];
+  }
+  std::string name(int r) const { return std::to_string(name_of(r)); }
+
   // ---- setup and teardown -------------------------------------------------------------------
 
   void start() {
@@ -228,8 +274,7 @@ class shm_impl {
     auto done = [&] { return ready.load(std::memory_order_acquire) >= want; };
     if (!await(done, -1, deadline, false))
       throw transport_error(errc::timeout, prefix_ + "the shm job's setup timed out after " +
-                                               format_duration(o_.timeout) + ": " +
-                                               stall_text());
+                                               format_duration(o_.timeout) + ": " + stall_text());
   }
 
   bool can_read(int s) const {
@@ -241,7 +286,8 @@ class shm_impl {
     iovec local{&value, sizeof value};
     iovec remote{reinterpret_cast<void*>(peer.probe_address.load(std::memory_order_relaxed)),
                  sizeof value};
-    return ::process_vm_readv(pid, &local, 1, &remote, 1, 0) == static_cast<ssize_t>(sizeof value) &&
+    return ::process_vm_readv(pid, &local, 1, &remote, 1, 0) ==
+               static_cast<ssize_t>(sizeof value) &&
            value == (shm_magic ^ static_cast<std::uint64_t>(s));
   }
 
@@ -379,12 +425,12 @@ class shm_impl {
     if (e.size != in.size() || !(e.call == call_)) {
       auto v = progress_.check(e.call);
       if (v == call_progress::verdict::conflict || v == call_progress::verdict::stale)
-        fail(errc::mismatch, progress_.disagreement(o_.rank, peer, e.call));
-      throw transport_error(
-          errc::mismatch, prefix_ + "expected " + std::to_string(in.size()) + " bytes for " +
-                              describe(call_) + " from rank " + std::to_string(peer) + " (" +
-                              tag_text(tg) + "), but rank " + std::to_string(peer) + " sent " +
-                              std::to_string(e.size) + " bytes for " + describe(e.call));
+        fail(errc::mismatch, progress_.disagreement(name_of(o_.rank), name_of(peer), e.call));
+      throw transport_error(errc::mismatch, prefix_ + "expected " + std::to_string(in.size()) +
+                                                " bytes for " + describe(call_) + " from rank " +
+                                                name(peer) + " (" + tag_text(tg) + "), but rank " +
+                                                name(peer) + " sent " + std::to_string(e.size) +
+                                                " bytes for " + describe(e.call));
     }
     if (!in.empty()) std::memcpy(in.data(), e.data(), in.size());
     auto& q = queues_[static_cast<std::size_t>(peer)];
@@ -532,10 +578,10 @@ class shm_impl {
     pb.offer_state.store(offer_done, std::memory_order_release);
     ring_bell(s, false);
     if (!error.empty())
-      fail(errc::peer_closed, "cannot copy rank " + std::to_string(s) + "'s message (" +
+      fail(errc::peer_closed, "cannot copy rank " + name(s) + "'s message (" +
                                   std::to_string(bytes) + " bytes, " + tag_text(tag{in.header.tg}) +
                                   ") out of its memory: " + error +
-                                  (hung_up(s) ? " (rank " + std::to_string(s) + " is gone)" : ""));
+                                  (hung_up(s) ? " (rank " + name(s) + " is gone)" : ""));
   }
 
   // ---- waiting -----------------------------------------------------------------------------
@@ -543,8 +589,8 @@ class shm_impl {
   template <class Ready>
   void wait(Ready& ready, int peer, char const* what, tag tg, std::size_t bytes) {
     if (await(ready, peer, clock::now() + o_.timeout, true)) return;
-    std::string waited = std::string(what) + " rank " + std::to_string(peer) + " (" +
-                         std::to_string(bytes) + " bytes, " + tag_text(tg) + ")";
+    std::string waited = std::string(what) + " rank " + name(peer) + " (" + std::to_string(bytes) +
+                         " bytes, " + tag_text(tg) + ")";
     fail(errc::timeout, timeout_text("", call_, waited, format_duration(o_.timeout),
                                      describe_stall(call_, statuses()), unread_text()));
   }
@@ -564,6 +610,7 @@ class shm_impl {
       cpu_pause();
     }
     throw_if_aborted(peer);
+    if (external_check_) external_check_();
     if (o_.spin.count() > 0) {
       auto const give_up = std::min(deadline, clock::now() + o_.spin);
       for (unsigned round = 0;; ++round) {
@@ -573,7 +620,7 @@ class shm_impl {
       }
     }
     auto& me = seg_->rank(o_.rank);
-    me.waiting_for.store(peer, std::memory_order_relaxed);
+    me.waiting_for.store(peer >= 0 ? peer : -1, std::memory_order_relaxed);
     struct unwind {
       shm_rank_block& me;
       ~unwind() { me.waiting_for.store(-1, std::memory_order_relaxed); }
@@ -590,11 +637,13 @@ class shm_impl {
       auto const bell = me.bell.load(std::memory_order_acquire);
       if (look()) return true;
       throw_if_aborted(peer);
+      if (external_check_) external_check_();
       check_peers(peer, ready, drain_rings);
       if (!first && call_.kind != call_kind::point_to_point) check_arrivals();
       auto const now = clock::now();
       if (now >= deadline) return false;
-      futex_wait(me.bell, bell, std::min<clock::duration>(deadline - now, std::chrono::milliseconds{20}));
+      futex_wait(me.bell, bell,
+                 std::min<clock::duration>(deadline - now, std::chrono::milliseconds{20}));
     }
   }
 
@@ -649,11 +698,11 @@ class shm_impl {
           continue;
         }
         if (ended == 2)
-          fail(errc::aborted, "rank " + std::to_string(r) + " failed and left the job" +
-                                  waiting_text(peer));
-        fail(errc::peer_closed, "rank " + std::to_string(r) +
+          fail(errc::aborted, "rank " + name(r) + " failed and left the job" + waiting_text(peer));
+        fail(errc::peer_closed, "rank " + name(r) +
                                     " died: its process ended without leaving the job (killed "
-                                    "or crashed)" + waiting_text(peer));
+                                    "or crashed)" +
+                                    waiting_text(peer));
       }
     if (peer >= 0 && peer != o_.rank &&
         seg_->rank(peer).ended.load(std::memory_order_acquire) != 0) {
@@ -661,16 +710,17 @@ class shm_impl {
       if (ready()) return;
       auto const last = seg_->rank(peer).call.load();
       fail(errc::peer_closed,
-           "rank " + std::to_string(peer) + " ended its job (after " +
+           "rank " + name(peer) + " ended its job (after " +
                (last.kind == call_kind::point_to_point ? std::string("calling no collective")
                                                        : describe(last)) +
                ") while this rank waits for it" + waiting_text(peer));
     }
   }
   std::string waiting_text(int peer) const {
+    if (peer == external_wait)
+      return " (this rank was in " + describe(call_) + ", waiting for a rank on another host)";
     if (peer < 0) return " (during the setup)";
-    return " (this rank was in " + describe(call_) + ", waiting for rank " + std::to_string(peer) +
-           ")";
+    return " (this rank was in " + describe(call_) + ", waiting for rank " + name(peer) + ")";
   }
 
   // Messages that arrived for a collective this rank is in under another call, or has finished
@@ -681,7 +731,7 @@ class shm_impl {
         if (e->call.kind == call_kind::point_to_point) continue;
         auto v = progress_.check(e->call);
         if (v == call_progress::verdict::conflict || v == call_progress::verdict::stale)
-          fail(errc::mismatch, progress_.disagreement(o_.rank, s, e->call));
+          fail(errc::mismatch, progress_.disagreement(name_of(o_.rank), name_of(s), e->call));
       }
   }
 
@@ -692,7 +742,8 @@ class shm_impl {
   template <class F>
   void guarded(char const* what, int peer, F&& f) {
     if (poisoned_)
-      throw transport_error(errc::aborted, prefix_ + what + (peer >= 0 ? " rank " + std::to_string(peer) : std::string()) +
+      throw transport_error(errc::aborted, prefix_ + what +
+                                               (peer >= 0 ? " rank " + name(peer) : std::string()) +
                                                ": this transport failed earlier: " + failure_);
     try {
       f();
@@ -745,17 +796,17 @@ class shm_impl {
   }
   [[noreturn]] void throw_aborted(char const* what, int peer) const {
     throw_if_aborted(peer);
-    throw transport_error(errc::aborted, prefix_ + what + " rank " + std::to_string(peer) +
-                                             " in " + describe(call_) +
+    throw transport_error(errc::aborted, prefix_ + what + " rank " + name(peer) + " in " +
+                                             describe(call_) +
                                              ": the sender withdrew its message (it failed)");
   }
   [[noreturn]] void throw_abort(errc code, std::string const& reason, int peer) const {
     if (code == errc::mismatch)  // the disagreement concerns every rank: say it as it is
       throw transport_error(code, prefix_ + reason);
-    throw transport_error(errc::aborted, prefix_ +
-                                             (peer >= 0 ? "waiting for rank " + std::to_string(peer) + " in "
-                                                        : std::string("in ")) +
-                                             describe(call_) + ": aborted: " + reason);
+    throw transport_error(
+        errc::aborted,
+        prefix_ + (peer >= 0 ? "waiting for rank " + name(peer) + " in " : std::string("in ")) +
+            describe(call_) + ": aborted: " + reason);
   }
 
   // Every rank's progress, read from the segment; a rank whose process is stopped (SIGSTOP, a
@@ -765,11 +816,12 @@ class shm_impl {
     for (int r = 0; r < o_.size; ++r) {
       auto const& b = seg_->rank(r);
       rank_status st;
-      st.rank = r;
+      st.rank = name_of(r);
       st.answered = r == o_.rank || !stopped(b.pid.load(std::memory_order_relaxed));
       st.started = b.started.load(std::memory_order_relaxed);
       st.in_call = b.in_call.load(std::memory_order_acquire) != 0;
       st.waiting_for = b.waiting_for.load(std::memory_order_relaxed);
+      if (st.waiting_for >= 0) st.waiting_for = name_of(st.waiting_for);
       st.call = b.call.load();
       if (st.call.sequence != st.started) st.call = {};
       all.push_back(st);
@@ -799,7 +851,7 @@ class shm_impl {
       for (auto const& e : queues_[static_cast<std::size_t>(s)])
         if (count++ < 4)
           unread += std::string(unread.empty() ? "" : ", ") + std::to_string(e->size) +
-                    " bytes from rank " + std::to_string(s) + " (" + tag_text(e->tg) + ", " +
+                    " bytes from rank " + name(s) + " (" + tag_text(e->tg) + ", " +
                     describe(e->call) + ")";
     if (count == 0) return {};
     return ". Received here but not read: " + unread + (count > 4 ? ", ..." : "");
@@ -811,9 +863,9 @@ class shm_impl {
   std::shared_ptr<shm_segment> seg_;
   bool mapped_ = false;
   std::uint64_t ring_ = 0;
-  std::vector<unique_fd> peers_;          // peers_[r]: the socket whose hang-up says r is gone
-  std::vector<std::uint64_t> heads_;      // heads_[r]: bytes written to r's ring
-  std::vector<shm_incoming> incoming_;    // incoming_[s]: what is being read from s
+  std::vector<unique_fd> peers_;        // peers_[r]: the socket whose hang-up says r is gone
+  std::vector<std::uint64_t> heads_;    // heads_[r]: bytes written to r's ring
+  std::vector<shm_incoming> incoming_;  // incoming_[s]: what is being read from s
   // queues_[s]: arrived from s, not yet received, oldest first. A vector whose capacity stays
   // (a deque frees and allocates blocks as it is used).
   std::vector<std::vector<std::unique_ptr<shm_entry>>> queues_;
@@ -825,6 +877,7 @@ class shm_impl {
   call_progress progress_;
   bool poisoned_ = false;
   std::string failure_;
+  std::function<void()> external_check_;  // set_external_check
   // What peers read with process_vm_readv at setup to learn whether they may.
   std::uint64_t probe_ = 0;
 };

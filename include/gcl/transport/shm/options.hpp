@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "../../error.hpp"
 #include "../tcp/options.hpp"
@@ -48,6 +49,10 @@ struct shm_options {
   std::size_t offer_bytes = 64 * 1024;
   /// Whether to try cross-memory attach at all (GCL_SHM_CMA=0 turns it off).
   bool cross_memory_attach = true;
+  /// The number each rank has in the whole job, for messages (`global_ranks[r]` for rank r of
+  /// this one), when this job is one host's part of a larger one (`hybrid_transport`). Empty:
+  /// the ranks are named by their own numbers.
+  std::vector<int> global_ranks;
 
   /// The ring size in use: `ring_bytes`, or its default for `size` ranks.
   std::size_t ring_size() const noexcept {

@@ -25,6 +25,7 @@
 #include <cstring>
 #include <deque>
 #include <exception>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -93,6 +94,7 @@ class tcp_impl {
       leave_group();
       throw;
     }
+    keys_ = rendezvous_->keys();
     for (int r = 0; r < o_.size; ++r) {
       peers_[r].socket = std::move(rendezvous_->peers()[r]);
       peers_[r].where = rendezvous_->where()[r];
@@ -127,6 +129,81 @@ class tcp_impl {
   std::uint16_t port() const { return acceptor_.local_endpoint().port(); }
   int size() const noexcept { return o_.size; }
   tcp_options const& options() const noexcept { return o_; }
+  // Every rank's host key, from the rendezvous (all zero where the ranks gave none).
+  std::vector<host_key> const& host_keys() const noexcept { return keys_; }
+
+  // ---- for hybrid_transport, whose caller waits on something else than this transport -------
+
+  // `hook` runs (on whichever thread, under this transport's lock: it must be quick and must not
+  // call back) whenever something a caller may wait for happens: a message queued, a failure,
+  // a peer's bye. From then on, no frame is left in its socket for a later receive (parking):
+  // a caller that waits elsewhere posts no receive that would take it, so every frame is read
+  // as it comes. Empty: no hook (set so before what it calls goes away).
+  void set_arrival_hook(std::function<void()> hook) {
+    std::lock_guard lock(mutex_);
+    arrival_hook_ = std::move(hook);
+    parking_ = false;
+  }
+
+  // recv without waiting: takes the oldest message from (peer, tg) into `in` if one has
+  // arrived whole; false if none has. Throws as recv does (a failure, a mismatch, a peer that
+  // closed its transport without sending it).
+  bool try_recv(int peer, tag tg, std::span<std::byte> in) {
+    check_peer(peer, "recv from");
+    std::unique_lock lock(mutex_);
+    throw_if_unusable(lock, "recv from", peer);
+    auto it = inbox_.find(key(peer, tg));
+    if (it != inbox_.end() && !it->second.empty()) {
+      tcp_message m = std::move(it->second.front());
+      if (m.size != in.size() || !(m.call == call_)) {
+        auto what = prefix() + "expected " + std::to_string(in.size()) + " bytes for " +
+                    describe(call_) + " from " + peers_[peer].where + " (" + tag_text(tg) +
+                    "), but rank " + std::to_string(peer) + " sent " + std::to_string(m.size) +
+                    " bytes for " + describe(m.call);
+        it->second.front() = std::move(m);
+        poison(errc::mismatch, what, true);
+        throw transport_error(errc::mismatch, what);
+      }
+      it->second.pop_front();
+      lock.unlock();
+      if (!in.empty()) std::memcpy(in.data(), m.data.get(), in.size());
+      lock.lock();
+      pool_.give(std::move(m));
+      return true;
+    }
+    if (peer != o_.rank && peers_[peer].finished) {
+      if (auto what = ended_disagreement(peer); !what.empty()) {
+        poison(errc::mismatch, what, true);
+        throw transport_error(errc::mismatch, what);
+      }
+      throw transport_error(errc::peer_closed,
+                            prefix() + "recv from " + peers_[peer].where + " (" +
+                                std::to_string(in.size()) + " bytes, " + tag_text(tg) + ", " +
+                                describe(call_) +
+                                "): that rank closed its transport without sending it");
+    }
+    return false;
+  }
+
+  // Throws what a call would throw now if this transport has failed or been aborted.
+  void throw_if_failed() {
+    std::lock_guard lock(mutex_);
+    if (poisoned_) throw transport_error(poison_code_, poison_what_);
+    if (abort_->aborted) {
+      if (abort_->code == errc::mismatch)
+        throw transport_error(errc::mismatch, prefix() + abort_->why());
+      throw transport_error(errc::aborted,
+                            prefix() + "in " + describe(call_) + " aborted: " + abort_->why());
+    }
+  }
+
+  // Fails the job with an error met outside this transport: poisoned with it, and abort
+  // frames carry it to every connected peer (the first failure wins).
+  void abort(errc code, std::string const& what) {
+    std::lock_guard lock(mutex_);
+    poison(code, what, true);
+  }
+
   // A collective begins (or ends): messages of it that peers sent ahead, queued here before
   // this rank got to it, are checked now.
   void set_call(call_info const& c) {
@@ -370,6 +447,7 @@ class tcp_impl {
   void notify() {
     events_.fetch_add(1, std::memory_order_release);
     changed_.notify_all();
+    if (arrival_hook_) arrival_hook_();
   }
 
   // Under mutex_, on the caller's thread: returns after the next notify() (or spuriously), or
@@ -1016,7 +1094,7 @@ class tcp_impl {
   // the caller sleeps (see sleep_until), nor after a failure; and a frame that shows the ranks
   // disagree is read and reported as usual (on_payload).
   bool may_park_now(frame_header const& h) const {
-    if (h.type != frame_type::data || h.length <= park_threshold) return false;
+    if (!parking_ || h.type != frame_type::data || h.length <= park_threshold) return false;
     if (caller_sleeping_ || poisoned_ || leaving_ || closing_ || abort_->aborted) return false;
     auto v = progress_.check(h.call);
     return v != call_progress::verdict::conflict && v != call_progress::verdict::stale;
@@ -1282,6 +1360,9 @@ class tcp_impl {
   errc poison_code_{};
   std::string poison_what_;
   call_info call_{};
+  std::vector<host_key> keys_;          // host_keys()
+  std::function<void()> arrival_hook_;  // set_arrival_hook
+  bool parking_ = true;                 // false once a hook is set
 };
 
 }  // namespace detail
