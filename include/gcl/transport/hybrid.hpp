@@ -1,0 +1,392 @@
+#pragma once
+/// \file
+/// `hybrid_transport`: the right path to each peer, without being told: shared memory to a rank
+/// of this host (`shm_transport`'s engine), TCP to a rank of another (`tcp_transport`'s).
+///
+/// The TCP rendezvous runs first; each rank's join hello carries its host key (boot id, network
+/// namespace, uid: hybrid/host_key.hpp) and rank 0's address table every rank's, so every rank
+/// knows, before it connects to any peer, which peers share its host. Those form a host group:
+/// no TCP data connection between them, and a shm job of their own (token: the job's token and
+/// the group's lowest rank). Each peer is then served by one side, always the same, so messages
+/// stay FIFO per (source, destination, tag).
+///
+/// Progress: shm has no thread of its own, so a rank must drain its rings whenever it waits,
+/// or a same-host peer's large send to it would stall, which can close a cycle of waits across
+/// the two sides. A receive from a remote peer therefore waits in the shm engine (draining the
+/// rings, sleeping on the rank's futex), looking for the TCP message between drains; the TCP
+/// I/O thread rings that futex when a frame arrives. A receive from a local peer is shm's (TCP
+/// needs nothing from the caller to progress). Every wait is bounded by the one timeout.
+///
+/// Failures: the first `transport_error` of either side poisons the hybrid and is passed to the
+/// other (the shm segment's abort state, TCP's abort frames), so every rank on every host stops
+/// with the first error. See doc/shm.md, "Shared memory within a host, TCP between hosts".
+
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <memory>
+#include <random>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "../call_info.hpp"
+#include "../error.hpp"
+#include "../transport_hints.hpp"
+#include "hybrid/host_key.hpp"
+#include "hybrid/options.hpp"
+#include "shm/engine.hpp"
+#include "tcp/asio.hpp"
+#include "tcp/engine.hpp"
+
+namespace gcl {
+
+/// Which side carries the messages to a peer (`hybrid_transport::path_to`).
+enum class transport_path { shm, tcp };
+
+/// A rank of a job whose ranks may be spread over hosts: shared memory to the ranks of its
+/// host, TCP to the others (`GCL_TRANSPORT` chooses otherwise).
+///
+///     gcl::communicator comm(gcl::hybrid_transport(gcl::hybrid_options::from_env()));
+class hybrid_transport {
+ public:
+  using options = hybrid_options;
+  /// Between hosts, messages cost what they cost over TCP: its thresholds.
+  static constexpr all_reduce_thresholds default_all_reduce{.recursive_doubling_below = 64 * 1024,
+                                                            .ring_from = 1024 * 1024};
+
+  /// Joins the job described by `o` (TCP rendezvous through rank 0, then the shm rendezvous of
+  /// this rank's host group; each bounded by the timeout).
+  explicit hybrid_transport(hybrid_options const& o)
+      : s_(std::make_unique<state>(check(o), std::make_shared<detail::tcp_abort_state>(), nullptr,
+                                   -1)) {}
+
+  /// n ranks as threads of this process (tests; `gcl::spawn`), over loopback TCP and shm
+  /// segments; `options().test_hosts` splits them into pretend hosts.
+  class group {
+   public:
+    explicit group(int size, hybrid_options opts = {})
+        : opts_(std::move(opts)),
+          tcp_abort_(std::make_shared<detail::tcp_abort_state>()),
+          shm_abort_(std::make_shared<detail::shm_group_state>()) {
+      if (size < 1)
+        throw usage_error("gcl: a group needs at least one rank, got " + std::to_string(size));
+      opts_.tcp.size = size;
+      if (opts_.tcp.token.empty()) {
+        std::random_device rd;
+        opts_.tcp.token = "gcl-group:";
+        for (int i = 0; i < 4; ++i) {  // 128 bits
+          auto word = static_cast<std::uint32_t>(rd());
+          for (int b = 0; b < 8; ++b, word >>= 4) opts_.tcp.token += "0123456789abcdef"[word & 0xf];
+        }
+        opts_.tcp.token_source = "random";
+      }
+      tcp_abort_->group = true;
+      if (opts_.mode != transport_mode::shm && opts_.tcp.master_port == 0) bind_master();
+    }
+    group(group const&) = delete;
+    group& operator=(group const&) = delete;
+    ~group() {
+      if (fd_ >= 0) ::close(fd_);
+    }
+    int size() const noexcept { return opts_.tcp.size; }
+    hybrid_options const& options() const noexcept { return opts_; }
+    /// Rank `rank`'s endpoint (call it on that rank's thread); blocks until the job has formed.
+    hybrid_transport connect(int rank) const {
+      if (rank < 0 || rank >= opts_.tcp.size)
+        throw usage_error("gcl: hybrid connect: rank " + std::to_string(rank) +
+                          " is out of range for a group of " + std::to_string(opts_.tcp.size));
+      auto o = opts_;
+      o.tcp.rank = rank;
+      return hybrid_transport(std::make_unique<state>(check(o), tcp_abort_, shm_abort_,
+                                                      rank == 0 && fd_ >= 0 ? ::dup(fd_) : -1));
+    }
+    /// Releases every blocked call of every rank with `errc::aborted`, now and from now on.
+    void abort(std::string const& reason) {
+      tcp_abort_->abort(reason);
+      shm_abort_->abort(reason);
+    }
+    /// The error that ended the group, if one did.
+    std::exception_ptr failure() const {
+      if (tcp_abort_->aborted)
+        return std::make_exception_ptr(transport_error(tcp_abort_->code, tcp_abort_->why()));
+      if (shm_abort_->aborted.load()) {
+        std::lock_guard lock(shm_abort_->mutex);
+        return std::make_exception_ptr(
+            transport_error(shm_abort_->code, "gcl: " + shm_abort_->reason));
+      }
+      return nullptr;
+    }
+
+   private:
+    void bind_master() {
+      namespace asio = boost::asio;
+      asio::io_context io;
+      auto& t = opts_.tcp;
+      if (t.family == address_family::v6 && t.master_addr == "127.0.0.1") t.master_addr = "::1";
+      asio::ip::tcp::acceptor a(io);
+      asio::ip::tcp::endpoint ep(asio::ip::make_address(t.master_addr), 0);
+      a.open(ep.protocol());
+      a.bind(ep);
+      a.listen();
+      t.master_port = a.local_endpoint().port();
+      fd_ = a.release();
+    }
+    hybrid_options opts_;
+    std::shared_ptr<detail::tcp_abort_state> tcp_abort_;
+    std::shared_ptr<detail::shm_group_state> shm_abort_;
+    int fd_ = -1;
+  };
+
+  int rank() const noexcept { return s_->rank; }
+  int size() const noexcept { return s_->size; }
+  /// The options this rank was formed with.
+  hybrid_options const& config() const noexcept { return s_->o; }
+
+  /// Which side carries the messages to and from `peer` (itself: shm if this rank has a host
+  /// group, else TCP).
+  transport_path path_to(int peer) const {
+    check_peer(peer, "path_to");
+    return s_->side[static_cast<std::size_t>(peer)];
+  }
+  /// The ranks of this rank's host group, in order (itself alone when it has none, or under
+  /// GCL_TRANSPORT=tcp).
+  std::vector<int> const& host_group() const noexcept { return s_->group_ranks; }
+  /// Whether this rank holds a TCP side (it has a peer on another host, or GCL_TRANSPORT=tcp).
+  bool has_tcp() const noexcept { return s_->tcp != nullptr; }
+
+  /// Which call the following messages belong to: told to both sides, so that a disagreement
+  /// is found on the first message whichever path it takes.
+  void set_call(call_info const& c) {
+    auto& s = *s_;
+    s.call = c;
+    if (c.kind == call_kind::point_to_point) {  // never throws (ends a collective)
+      if (s.poisoned) return;
+      try {
+        if (s.shm) s.shm->set_call(c);
+        if (s.tcp) s.tcp->set_call(c);
+      } catch (transport_error const& e) {
+        s.poison(e);
+      }
+      return;
+    }
+    guarded("set_call", -1, [&] {
+      if (s.shm) s.shm->set_call(c);
+      if (s.tcp) s.tcp->set_call(c);
+    });
+  }
+
+  /// Eager, as both sides' sends are.
+  void send(int peer, tag tg, std::span<std::byte const> out) {
+    check_peer(peer, "send to");
+    guarded("send to", peer, [&] { send_now(peer, tg, out); });
+  }
+
+  /// Blocks until exactly `in.size()` bytes from `peer` with `tg` are in `in`, progressing the
+  /// shm side meanwhile whichever side `peer` is on.
+  void recv(int peer, tag tg, std::span<std::byte> in) {
+    check_peer(peer, "recv from");
+    guarded("recv from", peer, [&] { recv_now(peer, tg, in); });
+  }
+
+  /// shm's sendrecv when both peers are on this host; otherwise the (eager) send, then the
+  /// receive.
+  void sendrecv(int dst, tag send_tag, std::span<std::byte const> out, int src, tag recv_tag,
+                std::span<std::byte> in) {
+    check_peer(dst, "send to");
+    check_peer(src, "recv from");
+    guarded("send to", dst, [&] {
+      auto& s = *s_;
+      if (s.side[dst] == transport_path::shm && s.side[src] == transport_path::shm)
+        return s.shm->sendrecv(s.number[dst], send_tag, out, s.number[src], recv_tag, in);
+      send_now(dst, send_tag, out);
+      recv_now(src, recv_tag, in);
+    });
+  }
+
+  hybrid_transport(hybrid_transport&&) noexcept = default;
+  hybrid_transport& operator=(hybrid_transport&&) noexcept = default;
+
+ private:
+  struct state {
+    hybrid_options o;
+    int rank = 0, size = 1;
+    std::unique_ptr<detail::tcp_impl> tcp;
+    std::unique_ptr<detail::shm_impl> shm;
+    std::vector<transport_path> side;  // side[peer]
+    std::vector<int> number;           // number[peer]: its rank on that side
+    std::vector<int> group_ranks;
+    bool poisoned = false;
+    std::string failure;
+    call_info call{};
+
+    state(hybrid_options const& opts, std::shared_ptr<detail::tcp_abort_state> tcp_abort,
+          std::shared_ptr<detail::shm_group_state> shm_abort, int prebound_fd)
+        : o(opts), rank(opts.tcp.rank), size(opts.tcp.size) {
+      side.assign(static_cast<std::size_t>(size), transport_path::tcp);
+      number.resize(static_cast<std::size_t>(size));
+      for (int r = 0; r < size; ++r) number[static_cast<std::size_t>(r)] = r;
+      if (o.mode == transport_mode::shm) {
+        if (prebound_fd >= 0) ::close(prebound_fd);
+        for (int r = 0; r < size; ++r) group_ranks.push_back(r);
+        shm = std::make_unique<detail::shm_impl>(shm_side(o.tcp.token, -1), std::move(shm_abort));
+        side.assign(static_cast<std::size_t>(size), transport_path::shm);
+        return;
+      }
+      auto key = o.test_hosts.empty()
+                     ? detail::this_host_key()
+                     : detail::test_host_key(o.test_hosts[static_cast<std::size_t>(rank)]);
+      auto t = o.tcp;
+      t.host_key = key;
+      t.connect_same_host = o.mode == transport_mode::tcp;
+      tcp = std::make_unique<detail::tcp_impl>(t, std::move(tcp_abort), prebound_fd);
+      auto const& keys = tcp->host_keys();
+      for (int r = 0; r < size; ++r)
+        if (o.mode == transport_mode::automatic ? keys[static_cast<std::size_t>(r)] == key
+                                                : r == rank)
+          group_ranks.push_back(r);
+      if (group_ranks.size() < 2) return;  // alone on its host: TCP to every peer
+      for (std::size_t i = 0; i < group_ranks.size(); ++i) {
+        side[static_cast<std::size_t>(group_ranks[i])] = transport_path::shm;
+        number[static_cast<std::size_t>(group_ranks[i])] = static_cast<int>(i);
+      }
+      // The job's token is secret to its ranks; without one, rank 0's address names the job
+      // (unique while it runs: rank 0 holds the port).
+      auto token = o.tcp.token.empty()
+                       ? "tcp:" + o.tcp.master_addr + ":" + std::to_string(o.tcp.master_port)
+                       : o.tcp.token;
+      shm = std::make_unique<detail::shm_impl>(
+          shm_side(token + "/host-group-" + std::to_string(group_ranks.front()),
+                   static_cast<int>(std::find(group_ranks.begin(), group_ranks.end(), rank) -
+                                    group_ranks.begin())),
+          std::move(shm_abort));
+      if (static_cast<int>(group_ranks.size()) == size) {
+        tcp.reset();  // every rank is here: pure shm (the TCP side has no connection anyway)
+        return;
+      }
+      auto* sh = shm.get();
+      auto* tc = tcp.get();
+      tcp->set_arrival_hook([sh] { sh->wake(); });
+      shm->set_external_check([tc] { tc->throw_if_failed(); });
+    }
+    state(state const&) = delete;
+    state& operator=(state const&) = delete;
+    ~state() {
+      if (tcp) tcp->set_arrival_hook({});  // before the shm side it rings goes
+      tcp.reset();
+      shm.reset();
+    }
+
+    // The shm options of this rank's host group (`me`: its number there; -1: the whole job).
+    shm_options shm_side(std::string const& token, int me) const {
+      shm_options so;
+      so.rank = me < 0 ? rank : me;
+      so.size = me < 0 ? size : static_cast<int>(group_ranks.size());
+      so.token = token;
+      so.token_source = o.tcp.token_source;
+      so.timeout = o.tcp.timeout;
+      so.spin = o.tcp.spin;
+      so.ring_bytes = o.shm_ring_bytes;
+      so.offer_bytes = o.shm_offer_bytes;
+      so.cross_memory_attach = o.shm_cross_memory_attach;
+      if (me >= 0) so.global_ranks = group_ranks;
+      return so;
+    }
+
+    // The first error of either side ends the other too (the first error wins on each).
+    void poison(transport_error const& e) noexcept {
+      if (poisoned) return;
+      poisoned = true;
+      try {
+        failure = e.what();
+        if (shm) shm->fail_from_outside(e);
+        if (tcp) {
+          std::string_view text = e.what();
+          tcp->abort(static_cast<errc>(e.code().value()), std::string(text));
+        }
+      } catch (...) {
+      }
+    }
+  };
+
+  explicit hybrid_transport(std::unique_ptr<state> s) : s_(std::move(s)) {}
+
+  static hybrid_options const& check(hybrid_options const& o) {
+    auto const& t = o.tcp;
+    if (t.size < 1 || t.rank < 0 || t.rank >= t.size)
+      throw usage_error("gcl: hybrid_options: rank " + std::to_string(t.rank) +
+                        " is out of range for a job of size " + std::to_string(t.size));
+    if (t.timeout.count() <= 0) throw usage_error("gcl: hybrid_options: timeout must be positive");
+    if (o.mode != transport_mode::shm && t.size > 1 && t.master_port == 0)
+      throw usage_error(
+          "gcl: hybrid_options: master_port is 0; set the port rank 0 listens on "
+          "(GCL_MASTER_PORT), or use hybrid_transport::group for a local job");
+    if (o.mode == transport_mode::shm && t.size > 1 && t.token.empty())
+      throw usage_error(
+          "gcl: hybrid_options: GCL_TRANSPORT=shm needs a job token (set GCL_TOKEN): the ranks "
+          "of a job find each other by it");
+    if (!o.test_hosts.empty() && static_cast<int>(o.test_hosts.size()) != t.size)
+      throw usage_error("gcl: hybrid_options: test_hosts has " +
+                        std::to_string(o.test_hosts.size()) + " entries for " +
+                        std::to_string(t.size) + " ranks");
+    return o;
+  }
+
+  void check_peer(int peer, char const* what) const {
+    if (peer < 0 || peer >= s_->size)
+      throw usage_error(detail::rank_prefix(s_->rank) + what + " rank " + std::to_string(peer) +
+                        ", but the world size is " + std::to_string(s_->size));
+  }
+
+  template <class F>
+  void guarded(char const* what, int peer, F&& f) {
+    auto& s = *s_;
+    if (s.poisoned)
+      throw transport_error(errc::aborted,
+                            detail::rank_prefix(s.rank) + what +
+                                (peer >= 0 ? " rank " + std::to_string(peer) : std::string()) +
+                                ": this transport failed earlier: " + s.failure);
+    try {
+      f();
+    } catch (transport_error const& e) {
+      s.poison(e);
+      throw;
+    }
+  }
+
+  void send_now(int peer, tag tg, std::span<std::byte const> out) {
+    auto& s = *s_;
+    if (s.side[peer] == transport_path::shm)
+      s.shm->send(s.number[peer], tg, out);
+    else
+      s.tcp->send(peer, tg, out);
+  }
+
+  void recv_now(int peer, tag tg, std::span<std::byte> in) {
+    auto& s = *s_;
+    if (s.side[peer] == transport_path::shm) return s.shm->recv(s.number[peer], tg, in);
+    if (!s.shm) return s.tcp->recv(peer, tg, in);  // nothing else to progress meanwhile
+    // From another host, while the rings of this one keep moving: the shm engine waits (drains,
+    // sleeps on this rank's futex, which the TCP I/O thread rings on every arrival) and looks
+    // for the message between drains.
+    bool got = false;
+    auto ready = [&] { return got || (got = s.tcp->try_recv(peer, tg, in)); };
+    if (ready()) return;
+    if (s.shm->wait_external(ready, std::chrono::steady_clock::now() + s.o.tcp.timeout)) return;
+    throw transport_error(
+        errc::timeout,
+        detail::rank_prefix(s.rank) + "recv from rank " + std::to_string(peer) + " over TCP (" +
+            std::to_string(in.size()) + " bytes, " + detail::tag_text(tg) + ", " +
+            describe(s.call) + ") timed out after " +
+            detail::format_duration(
+                std::chrono::duration_cast<std::chrono::milliseconds>(s.o.tcp.timeout)) +
+            ": that rank did not send it (it is stopped, hung, or waits for something else)");
+  }
+
+  std::unique_ptr<state> s_;
+};
+
+}  // namespace gcl

@@ -1,0 +1,95 @@
+#pragma once
+/// \file
+/// `hybrid_options`: what `tcp_options` says (who this rank is, where rank 0 listens, the
+/// timeout, the job token), what `shm_options` adds, and which transport to use:
+/// `GCL_TRANSPORT` = auto (shared memory to ranks of this host, TCP to the others), tcp or shm.
+
+#include <cstddef>
+#include <cstdlib>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "../../error.hpp"
+#include "../shm/options.hpp"
+#include "../tcp/options.hpp"
+
+namespace gcl {
+
+/// Which paths `hybrid_transport` takes (`GCL_TRANSPORT`).
+enum class transport_mode {
+  automatic,  ///< "auto": shared memory to ranks of this host, TCP to the others
+  tcp,        ///< "tcp": TCP to every peer
+  shm,        ///< "shm": every rank on this host, shared memory only (no address needed)
+};
+
+/// Options of `hybrid_transport`.
+///
+///     auto o = gcl::hybrid_options::from_env();  // GCL_RANK, ..., GCL_TRANSPORT
+///     gcl::communicator comm(gcl::hybrid_transport(o));
+struct hybrid_options {
+  /// Rank, size, rendezvous address and port, timeout, spin, token, interface: as for
+  /// `tcp_transport` (its `host_key` and `connect_same_host` are the hybrid's to set).
+  tcp_options tcp;
+  transport_mode mode = transport_mode::automatic;
+  /// Bytes of each shm ring (0: shm's default for the ranks of this host), see `shm_options`.
+  std::size_t shm_ring_bytes = 0;
+  /// Messages of at least this size between ranks of one host are copied once, straight from
+  /// the sender's memory, where the kernel allows it (`shm_options::offer_bytes`).
+  std::size_t shm_offer_bytes = 64 * 1024;
+  /// `GCL_SHM_CMA=0`: never copy with process_vm_readv.
+  bool shm_cross_memory_attach = true;
+  /// For tests whose ranks are threads of one process: rank r behaves as if it ran on host
+  /// `test_hosts[r]` (its host key is made from that number instead of read from the system).
+  /// Empty: the real host key (transport/hybrid/host_key.hpp).
+  std::vector<int> test_hosts;
+
+  /// `tcp_options::from_env()` (the same variables and messages), plus GCL_TRANSPORT (auto,
+  /// tcp or shm; default auto) and shm's GCL_SHM_CMA and GCL_SHM_RING_BYTES. Under
+  /// GCL_TRANSPORT=shm, as `shm_options::from_env()`: no address or port is needed, a token is.
+  /// A malformed value throws `usage_error` naming the variable.
+  static hybrid_options from_env() {
+    return from_env([](char const* n) { return std::getenv(n); });
+  }
+
+  /// Same, reading variables through `get(name)` (returns `char const*` or null): for tests.
+  template <class Getenv>
+  static hybrid_options from_env(Getenv&& get) {
+    hybrid_options o;
+    if (char const* v = get("GCL_TRANSPORT"); v != nullptr && *v != '\0') {
+      std::string_view s(v);
+      if (s == "auto")
+        o.mode = transport_mode::automatic;
+      else if (s == "tcp")
+        o.mode = transport_mode::tcp;
+      else if (s == "shm")
+        o.mode = transport_mode::shm;
+      else
+        throw usage_error("gcl: environment variable GCL_TRANSPORT='" + std::string(s) +
+                          "' is not auto, tcp or shm");
+    }
+    shm_options s;
+    if (o.mode == transport_mode::shm) {
+      s = shm_options::from_env(get);  // requires the token, not the address
+      o.tcp.rank = s.rank;
+      o.tcp.size = s.size;
+      o.tcp.token = s.token;
+      o.tcp.token_source = s.token_source;
+      o.tcp.timeout = s.timeout;
+      o.tcp.spin = s.spin;
+    } else {
+      o.tcp = tcp_options::from_env(get);
+      // Only shm's own variables are taken from here; the token may be missing (see
+      // hybrid_transport: the shm side then names itself after rank 0's address).
+      s = shm_options::from_env([&](char const* n) -> char const* {
+        if (std::string_view(n) == "GCL_TOKEN") return "unused";
+        return get(n);
+      });
+    }
+    o.shm_ring_bytes = s.ring_bytes;
+    o.shm_cross_memory_attach = s.cross_memory_attach;
+    return o;
+  }
+};
+
+}  // namespace gcl

@@ -1,0 +1,377 @@
+#define BOOST_TEST_MODULE transport_hybrid
+#include <boost/test/unit_test.hpp>
+
+// hybrid_transport: shared memory to the ranks of this host, TCP to the others. The ranks are
+// threads of this test (or processes forked from it) split into pretend hosts by
+// hybrid_options::test_hosts, which stands in for the host key (boot id, network namespace,
+// uid): every collective and algorithm bit-identical to inproc, the path each peer takes, a
+// cycle of waits across the two sides that needs the shm side to progress while a rank waits
+// on TCP, a killed rank named on the other host, and GCL_TRANSPORT.
+//
+// Thresholds are scaled down as in shm_collectives.cpp (offers from 16 KiB, rings of 16 KiB,
+// a large size of 6000 floats) so that both shm paths are taken at small sizes.
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gcl/algorithm/ring.hpp>
+#include <gcl/collective/all_reduce.hpp>
+#include <gcl/spawn.hpp>
+#include <gcl/stats.hpp>
+#include <gcl/transport/hybrid.hpp>
+#include <gcl/transport/inproc.hpp>
+
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "../support/every_collective.hpp"
+#include "shm_fork.hpp"
+
+namespace {
+
+using namespace std::chrono_literals;
+using gcl::transport_path;
+using gcl_test::record;
+using gcl_test::run_all;
+
+static_assert(gcl::transport<gcl::hybrid_transport>);
+static_assert(gcl::call_aware_transport<gcl::hybrid_transport>);
+static_assert(gcl::sendrecv_transport<gcl::hybrid_transport>);
+static_assert(gcl::group_transport<gcl::hybrid_transport>);
+static_assert(gcl::group_transport<gcl::counting<gcl::hybrid_transport>>);
+
+constexpr std::size_t large = 6000;  // floats: more than an offer's threshold and a ring
+
+gcl::hybrid_options scaled(std::vector<int> hosts, bool cma = true) {
+  gcl::hybrid_options o;
+  o.tcp.timeout = 60s;  // a hang guard only: nothing here waits for a time
+  o.shm_offer_bytes = 16 * 1024;
+  o.shm_ring_bytes = 16 * 1024;
+  o.shm_cross_memory_attach = cma;
+  o.test_hosts = std::move(hosts);
+  return o;
+}
+
+std::vector<std::vector<record>> const& reference(int p) {
+  static std::map<int, std::vector<std::vector<record>>> done;
+  auto it = done.find(p);
+  if (it == done.end())
+    it = done.emplace(p, gcl::spawn<gcl::inproc_transport>(
+                             p, [](auto& comm) { return run_all(comm, large); }))
+             .first;
+  return it->second;
+}
+
+void compare(int p, std::vector<std::vector<record>> const& got,
+             std::vector<std::vector<record>> const& want) {
+  BOOST_TEST_REQUIRE(got.size() == want.size());
+  for (int r = 0; r < p; ++r) {
+    BOOST_TEST_REQUIRE(got[r].size() == want[r].size(), "P=" << p << " rank " << r);
+    for (std::size_t k = 0; k < got[r].size(); ++k) {
+      auto const& [name, g] = got[r][k];
+      auto const& w = want[r][k].second;
+      BOOST_TEST_INFO("P=" << p << " rank " << r << ": " << name);
+      BOOST_TEST_REQUIRE(name == want[r][k].first);
+      BOOST_TEST_REQUIRE(g.size() == w.size());
+      BOOST_TEST((g.empty() || std::memcmp(g.data(), w.data(), g.size() * sizeof(float)) == 0));
+    }
+  }
+}
+
+// "s" for a peer over shm, "t" over TCP, one letter per peer.
+std::string paths(gcl::hybrid_transport const& t) {
+  std::string s;
+  for (int r = 0; r < t.size(); ++r) s += t.path_to(r) == transport_path::shm ? 's' : 't';
+  return s;
+}
+
+// What each rank's paths must be: shm to the ranks of its pretend host (itself included when
+// it has company), TCP to the others.
+std::string expected_paths(std::vector<int> const& hosts, int rank) {
+  int company = 0;
+  for (int h : hosts) company += h == hosts[rank] ? 1 : 0;
+  std::string s;
+  for (std::size_t r = 0; r < hosts.size(); ++r)
+    s += company > 1 && hosts[r] == hosts[rank] ? 's' : 't';
+  return s;
+}
+
+void every_collective(std::vector<int> const& hosts, bool cma) {
+  int const p = static_cast<int>(hosts.size());
+  auto const& want = reference(p);
+  auto got = gcl::spawn<gcl::hybrid_transport>(
+      p,
+      [&](auto& comm) {
+        auto const& t = comm.transport();
+        BOOST_TEST(paths(t) == expected_paths(hosts, comm.rank()), "rank " << comm.rank());
+        return run_all(comm, large);
+      },
+      scaled(hosts, cma));
+  compare(p, got, want);
+}
+
+}  // namespace
+
+// Two hosts of two: shm inside each, TCP across; large messages offered (copied once).
+BOOST_AUTO_TEST_CASE(two_hosts_of_two) {
+  every_collective({0, 0, 1, 1}, true);
+}
+
+// Three and two, interleaved, with large messages streamed through rings smaller than them.
+BOOST_AUTO_TEST_CASE(three_and_two_streamed) {
+  every_collective({0, 1, 0, 1, 0}, false);
+}
+
+// One rank alone on its host (TCP to every peer) next to a group of three.
+BOOST_AUTO_TEST_CASE(one_alone_and_three) {
+  every_collective({1, 0, 0, 0}, true);
+}
+
+// counting<hybrid_transport> sees what counting<inproc_transport> sees.
+BOOST_AUTO_TEST_CASE(counting_counts_as_on_inproc) {
+  auto run = [](auto tag_type, typename decltype(tag_type)::type::options o, auto alg) {
+    using T = typename decltype(tag_type)::type;
+    auto out = gcl::spawn<gcl::counting<T>>(
+        4,
+        [&](auto& comm) {
+          std::vector<std::int64_t> v(5000, comm.rank() + 1);
+          gcl::all_reduce(comm, v, gcl::sum{}, alg);
+          return std::pair(v, comm.transport().stats());
+        },
+        o);
+    gcl::transport_stats total;
+    std::vector<std::vector<std::int64_t>> results;
+    for (auto const& [v, s] : out) {
+      total += s;
+      results.push_back(v);
+    }
+    return std::pair(results, total);
+  };
+  auto check = [&](auto alg, char const* name) {
+    auto [ri, si] = run(std::type_identity<gcl::inproc_transport>{}, {}, alg);
+    auto [rh, sh] = run(std::type_identity<gcl::hybrid_transport>{}, scaled({0, 0, 1, 1}), alg);
+    BOOST_TEST_INFO(name);
+    BOOST_TEST((ri == rh));
+    BOOST_TEST(si.messages_sent == sh.messages_sent);
+    BOOST_TEST(si.bytes_sent == sh.bytes_sent);
+    BOOST_TEST(si.messages_received == sh.messages_received);
+    BOOST_TEST(si.rounds == sh.rounds);
+    BOOST_TEST((si.sent_sizes == sh.sent_sizes));
+  };
+  check(gcl::ring{}, "ring");
+  check(gcl::tree{}, "tree");
+}
+
+// Every rank on one host under auto: pure shm, no TCP side left after the rendezvous.
+BOOST_AUTO_TEST_CASE(one_host_is_pure_shm) {
+  std::vector<int> hosts{0, 0, 0};
+  auto got = gcl::spawn<gcl::hybrid_transport>(
+      3,
+      [&](auto& comm) {
+        auto const& t = comm.transport();
+        BOOST_TEST(!t.has_tcp());
+        BOOST_TEST(paths(t) == "sss");
+        BOOST_TEST(t.host_group().size() == 3u);
+        return run_all(comm, large, {"ring", "tree"});
+      },
+      scaled(hosts));
+  auto want = gcl::spawn<gcl::inproc_transport>(3, [](auto& comm) {
+    return run_all(comm, large, {"ring", "tree"});
+  });
+  compare(3, got, want);
+}
+
+// L (rank 0) and M (rank 1) share a host, R (rank 2) is on another. L sends M a message larger
+// than the ring (offered, or streamed), then sends R a message; R waits for it before it sends
+// M one; M waits for R's first. Without the shm side progressing while M waits on TCP, L would
+// wait for room (or for its offer to be taken) forever, and so would R and M.
+BOOST_AUTO_TEST_CASE(a_cycle_across_the_two_sides_completes) {
+  for (bool cma : {true, false}) {
+    BOOST_TEST_CONTEXT((cma ? "offered" : "streamed")) {
+      std::size_t const n = 256 * 1024;  // bytes: 16 rings' worth
+      gcl::spawn<gcl::hybrid_transport>(
+          3,
+          [&](auto& comm) {
+            auto& t = comm.transport();
+            std::vector<std::byte> big(n), small(64);
+            if (comm.rank() == 0) {
+              for (std::size_t i = 0; i < n; ++i) big[i] = std::byte(i * 7 + 1);
+              t.send(1, gcl::tag{1}, big);
+              t.send(2, gcl::tag{2}, small);
+            } else if (comm.rank() == 2) {
+              t.recv(0, gcl::tag{2}, small);
+              t.send(1, gcl::tag{3}, small);
+            } else {
+              t.recv(2, gcl::tag{3}, small);  // over TCP, while L's big message waits
+              t.recv(0, gcl::tag{1}, big);
+              bool same = true;
+              for (std::size_t i = 0; i < n; ++i) same = same && big[i] == std::byte(i * 7 + 1);
+              BOOST_TEST(same);
+            }
+            BOOST_TEST(paths(t) == expected_paths({0, 0, 1}, comm.rank()));
+          },
+          scaled({0, 0, 1}, cma));
+    }
+  }
+}
+
+// sendrecv whose two peers take different paths.
+BOOST_AUTO_TEST_CASE(sendrecv_across_the_two_sides) {
+  gcl::spawn<gcl::hybrid_transport>(
+      4,
+      [&](auto& comm) {
+        auto& t = comm.transport();
+        int const r = comm.rank(), p = comm.size();
+        for (std::size_t n : {std::size_t{8}, std::size_t{100000}}) {
+          std::vector<std::byte> out(n, std::byte(r + 1)), in(n);
+          // To the next rank, from the previous: 0->1 shm, 1->2 TCP, 2->3 shm, 3->0 TCP.
+          t.sendrecv((r + 1) % p, gcl::tag{5}, out, (r + p - 1) % p, gcl::tag{5}, in);
+          BOOST_TEST((in == std::vector<std::byte>(n, std::byte((r + p - 1) % p + 1))));
+        }
+      },
+      scaled({0, 0, 1, 1}));
+}
+
+// GCL_TRANSPORT=tcp: TCP to every peer, even of one host; =shm: shm only, no address needed.
+BOOST_AUTO_TEST_CASE(transport_tcp_and_shm) {
+  auto o = scaled({0, 0, 1, 1});
+  o.mode = gcl::transport_mode::tcp;
+  auto got = gcl::spawn<gcl::hybrid_transport>(
+      4,
+      [&](auto& comm) {
+        BOOST_TEST(paths(comm.transport()) == "tttt");
+        BOOST_TEST(comm.transport().has_tcp());
+        return run_all(comm, large, {"ring", "halving_doubling"});
+      },
+      o);
+  auto want = gcl::spawn<gcl::inproc_transport>(4, [](auto& comm) {
+    return run_all(comm, large, {"ring", "halving_doubling"});
+  });
+  compare(4, got, want);
+
+  auto s = scaled({});
+  s.mode = gcl::transport_mode::shm;
+  auto got_shm = gcl::spawn<gcl::hybrid_transport>(
+      4,
+      [&](auto& comm) {
+        BOOST_TEST(paths(comm.transport()) == "ssss");
+        BOOST_TEST(!comm.transport().has_tcp());
+        return run_all(comm, large, {"ring", "halving_doubling"});
+      },
+      s);
+  compare(4, got_shm, want);
+}
+
+BOOST_AUTO_TEST_CASE(options_from_env) {
+  auto env = [](std::map<std::string, std::string> vars) {
+    return [vars = std::move(vars)](char const* n) -> char const* {
+      auto it = vars.find(n);
+      return it == vars.end() ? nullptr : it->second.c_str();
+    };
+  };
+  std::map<std::string, std::string> base{{"GCL_RANK", "1"},
+                                          {"GCL_WORLD_SIZE", "4"},
+                                          {"GCL_MASTER_ADDR", "10.0.0.1"},
+                                          {"GCL_MASTER_PORT", "29500"},
+                                          {"GCL_TOKEN", "job"}};
+  auto o = gcl::hybrid_options::from_env(env(base));
+  BOOST_TEST((o.mode == gcl::transport_mode::automatic));
+  BOOST_TEST(o.tcp.rank == 1);
+  BOOST_TEST(o.tcp.size == 4);
+  BOOST_TEST(o.tcp.master_port == 29500);
+  BOOST_TEST(o.tcp.token == "job");
+
+  for (auto [value, mode] :
+       {std::pair{"auto", gcl::transport_mode::automatic},
+        std::pair{"tcp", gcl::transport_mode::tcp}, std::pair{"shm", gcl::transport_mode::shm}}) {
+    auto vars = base;
+    vars["GCL_TRANSPORT"] = value;
+    BOOST_TEST((gcl::hybrid_options::from_env(env(vars)).mode == mode), value);
+  }
+
+  // shm needs no address, but a token; tcp and auto need the address.
+  std::map<std::string, std::string> local{
+      {"GCL_RANK", "0"}, {"GCL_WORLD_SIZE", "2"}, {"GCL_TOKEN", "job"}, {"GCL_TRANSPORT", "shm"}};
+  BOOST_TEST(gcl::hybrid_options::from_env(env(local)).tcp.size == 2);
+  local.erase("GCL_TOKEN");
+  BOOST_CHECK_THROW(gcl::hybrid_options::from_env(env(local)), gcl::usage_error);
+  local["GCL_TRANSPORT"] = "tcp";
+  local["GCL_TOKEN"] = "job";
+  BOOST_CHECK_THROW(gcl::hybrid_options::from_env(env(local)), gcl::usage_error);
+
+  auto bad = base;
+  bad["GCL_TRANSPORT"] = "infiniband";
+  try {
+    (void)gcl::hybrid_options::from_env(env(bad));
+    BOOST_FAIL("GCL_TRANSPORT=infiniband was accepted");
+  } catch (gcl::usage_error const& e) {
+    BOOST_TEST(std::string(e.what()).find("GCL_TRANSPORT") != std::string::npos, e.what());
+  }
+  bad = base;
+  bad["GCL_SHM_CMA"] = "2";
+  BOOST_CHECK_THROW(gcl::hybrid_options::from_env(env(bad)), gcl::usage_error);
+}
+
+// Ranks are processes (forked after the group bound rank 0's port): 2 hosts of 2. Rank 3 is
+// killed while every rank loops in all_reduce; the ranks of the other host (0 and 1), which
+// reach it over TCP, and its host neighbour (2), which reaches it through memory, all fail
+// naming it, none by the timeout (60 s).
+BOOST_AUTO_TEST_CASE(a_killed_rank_is_named_on_both_hosts) {
+  for (int victim : {3, 0}) {
+    BOOST_TEST_CONTEXT("rank " << victim << " killed") {
+      gcl_test::temp_dir dir;
+      auto o = scaled({0, 0, 1, 1});
+      gcl::hybrid_transport::group g(4, o);
+      std::vector<pid_t> pids;
+      for (int r = 0; r < 4; ++r) {
+        std::fflush(nullptr);
+        pid_t pid = ::fork();
+        if (pid == 0) {
+          int code = 0;
+          try {
+            gcl::communicator<gcl::hybrid_transport> comm(g.connect(r));
+            for (long it = 0;; ++it) {
+              std::vector<float> v(it % 2 == 0 ? 64 : 20000, 1.0f);
+              gcl::all_reduce(comm, v, gcl::sum{}, gcl::ring{});
+              if (v[0] != 4.0f) throw std::runtime_error("wrong sum");
+              if (it == 0) std::ofstream(dir.file(r, ".started")) << "1";
+            }
+          } catch (std::exception const& e) {
+            std::ofstream(dir.file(r, ".err")) << e.what();
+            code = 1;
+          }
+          ::_exit(code);
+        }
+        pids.push_back(pid);
+      }
+      for (int r = 0; r < 4; ++r)
+        while (!std::filesystem::exists(dir.file(r, ".started"))) {
+          int status = 0;
+          if (::waitpid(pids[r], &status, WNOHANG) == pids[r])
+            BOOST_FAIL("rank " << r << " ended before it started: "
+                               << gcl_test::read_file(dir.file(r, ".err")));
+          std::this_thread::sleep_for(10ms);
+        }
+      ::kill(pids[victim], SIGKILL);
+      for (int r = 0; r < 4; ++r) {
+        auto out = gcl_test::finish_rank(dir, pids[r], r);
+        if (r == victim) {
+          BOOST_TEST((WIFSIGNALED(out.status) && WTERMSIG(out.status) == SIGKILL));
+          continue;
+        }
+        BOOST_TEST_INFO("rank " << r << " said: " << out.error);
+        BOOST_TEST(out.exited_with(1));
+        BOOST_TEST(out.error.find("rank " + std::to_string(victim)) != std::string::npos);
+        BOOST_TEST(out.error.find("timed out") == std::string::npos);
+        BOOST_TEST_MESSAGE("rank " << r << ": " << out.error.substr(0, 300));
+      }
+    }
+  }
+}
