@@ -121,10 +121,13 @@ BOOST_AUTO_TEST_CASE(hello_is_checked_for_magic_version_kind_and_family) {
   h.size = 4;
   h.token = token_hash("job");
   h.address[15] = 1;
+  h.key[0] = 0xab;
+  h.key[31] = 0xcd;
   std::array<std::byte, hello_size> b{};
   h.encode(b.data());
   auto d = decode_hello(b);
   BOOST_TEST_REQUIRE(bool(d), d.error);
+  BOOST_TEST((d.value.key == h.key));  // the host key (hybrid_transport)
   BOOST_TEST(d.value.rank == 3);
   BOOST_TEST(d.value.size == 4);
   BOOST_TEST(d.value.token == token_hash("job"));
@@ -189,16 +192,19 @@ BOOST_AUTO_TEST_CASE(address_table_entries_are_checked_naming_the_rank) {
   entries[2].family = 6;
   entries[2].port = 41001;
   entries[2].address[15] = 1;
+  entries[2].key[5] = 7;
   std::vector<std::byte> b(table_entry_size * 3);
   encode_table(b.data(), entries);
   auto d = decode_table(b, 3);
   BOOST_TEST_REQUIRE(bool(d), d.error);
+  BOOST_TEST((d.value[2].key == entries[2].key));
+  BOOST_TEST((d.value[1].key == entries[1].key));
   BOOST_TEST(d.value.size() == 3u);
   BOOST_TEST(d.value[1].port == 41000);
   BOOST_TEST(d.value[2].family == 6);
   BOOST_TEST((d.value[2].address == entries[2].address));
 
-  BOOST_TEST(decode_table(b, 4).error == "the address table of 4 ranks is 96 bytes, got 72");
+  BOOST_TEST(decode_table(b, 4).error == "the address table of 4 ranks is 224 bytes, got 168");
   BOOST_TEST(decode_table({}, 0).error == "an address table for 0 ranks");
   auto bad_family = b;
   bad_family[table_entry_size * 2] = std::byte{9};
