@@ -83,7 +83,7 @@ if [[ -z "${GCL_SKIP_TSAN:-}" ]]; then
   # The multi-process TCP launch tests (shell scripts that kill ranks and check who reports
   # what) depend on timing that TSan's slowdown changes; they run in the default build, as does
   # launch_token and launch_bind (gcl-launch alone, no gcl code to sanitize).
-  suite "thread-sanitizer" "$repo/build-tsan" "^transport_(tcp_(launch|netns)|launch_(token|bind)|shm_failures\.stopped)$" -DGCL_SANITIZE=thread \
+  suite "thread-sanitizer" "$repo/build-tsan" "^transport_(tcp_(launch|netns)|hybrid_netns|launch_(token|bind)|shm_failures\.stopped)$" -DGCL_SANITIZE=thread \
     -DGCL_BUILD_EXAMPLES=OFF -DGCL_BUILD_BENCHMARKS=OFF -DGCL_BUILD_TRAINER=OFF
 fi
 
@@ -96,7 +96,7 @@ if [[ -z "${GCL_SKIP_ASAN:-}" ]]; then
   # The same timing-dependent launch tests as under TSan are left to the default build. -O1
   # (AddressSanitizer's advice) instead of RelWithDebInfo's -O2 finds the same errors and cuts
   # the build's compile time by a third (e.g. test/transport/tcp.cpp: 42 s instead of 68 s).
-  suite "address+ub-sanitizer" "$repo/build-asan" "^transport_(tcp_(launch|netns)|launch_(token|bind)|shm_failures\.stopped)$" \
+  suite "address+ub-sanitizer" "$repo/build-asan" "^transport_(tcp_(launch|netns)|hybrid_netns|launch_(token|bind)|shm_failures\.stopped)$" \
     -DGCL_SANITIZE=address,undefined -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g -DNDEBUG" \
     -DGCL_BUILD_EXAMPLES=OFF -DGCL_BUILD_BENCHMARKS=OFF -DGCL_BUILD_TRAINER=OFF
 fi

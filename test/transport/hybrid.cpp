@@ -324,6 +324,7 @@ BOOST_AUTO_TEST_CASE(options_from_env) {
 // reach it over TCP, and its host neighbour (2), which reaches it through memory, all fail
 // naming it, none by the timeout (60 s).
 BOOST_AUTO_TEST_CASE(a_killed_rank_is_named_on_both_hosts) {
+  auto const before = gcl_test::dev_shm_names();
   for (int victim : {3, 0}) {
     BOOST_TEST_CONTEXT("rank " << victim << " killed") {
       gcl_test::temp_dir dir;
@@ -374,4 +375,5 @@ BOOST_AUTO_TEST_CASE(a_killed_rank_is_named_on_both_hosts) {
       }
     }
   }
+  BOOST_TEST(gcl_test::dev_shm_names() == before, "a killed job left something in /dev/shm");
 }

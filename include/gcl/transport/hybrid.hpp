@@ -232,7 +232,16 @@ class hybrid_transport {
       if (o.mode == transport_mode::shm) {
         if (prebound_fd >= 0) ::close(prebound_fd);
         for (int r = 0; r < size; ++r) group_ranks.push_back(r);
-        shm = std::make_unique<detail::shm_impl>(shm_side(o.tcp.token, -1), std::move(shm_abort));
+        try {
+          shm = std::make_unique<detail::shm_impl>(shm_side(o.tcp.token, -1), std::move(shm_abort));
+        } catch (transport_error const& e) {
+          // A rank elsewhere never joins: the others time out, or see one that gave up leave.
+          throw transport_error(
+              static_cast<errc>(e.code().value()),
+              bare(e) +
+                  " (under GCL_TRANSPORT=shm every rank must run on this host, in this network "
+                  "namespace, as this user; GCL_TRANSPORT=auto reaches the others over TCP)");
+        }
         side.assign(static_cast<std::size_t>(size), transport_path::shm);
         return;
       }
@@ -258,11 +267,18 @@ class hybrid_transport {
       auto token = o.tcp.token.empty()
                        ? "tcp:" + o.tcp.master_addr + ":" + std::to_string(o.tcp.master_port)
                        : o.tcp.token;
-      shm = std::make_unique<detail::shm_impl>(
-          shm_side(token + "/host-group-" + std::to_string(group_ranks.front()),
-                   static_cast<int>(std::find(group_ranks.begin(), group_ranks.end(), rank) -
-                                    group_ranks.begin())),
-          std::move(shm_abort));
+      try {
+        shm = std::make_unique<detail::shm_impl>(
+            shm_side(token + "/host-group-" + std::to_string(group_ranks.front()),
+                     static_cast<int>(std::find(group_ranks.begin(), group_ranks.end(), rank) -
+                                      group_ranks.begin())),
+            std::move(shm_abort));
+      } catch (transport_error const& e) {
+        // The ranks of other hosts are connected and may wait for this one: tell them why
+        // it will not come (and end the TCP side at once rather than wait for their byes).
+        tcp->abort(static_cast<errc>(e.code().value()), bare(e));
+        throw;
+      }
       if (static_cast<int>(group_ranks.size()) == size) {
         tcp.reset();  // every rank is here: pure shm (the TCP side has no connection anyway)
         return;
@@ -303,16 +319,21 @@ class hybrid_transport {
       try {
         failure = e.what();
         if (shm) shm->fail_from_outside(e);
-        if (tcp) {
-          std::string_view text = e.what();
-          tcp->abort(static_cast<errc>(e.code().value()), std::string(text));
-        }
+        if (tcp) tcp->abort(static_cast<errc>(e.code().value()), bare(e));
       } catch (...) {
       }
     }
   };
 
   explicit hybrid_transport(std::unique_ptr<state> s) : s_(std::move(s)) {}
+
+  // An error's text without the ": <meaning of its code>" that std::system_error appends.
+  static std::string bare(transport_error const& e) {
+    std::string text = e.what();
+    auto const tail = ": " + e.code().message();
+    if (text.size() > tail.size() && text.ends_with(tail)) text.resize(text.size() - tail.size());
+    return text;
+  }
 
   static hybrid_options const& check(hybrid_options const& o) {
     auto const& t = o.tcp;
