@@ -129,6 +129,11 @@ BOOST_AUTO_TEST_CASE(three_and_two_streamed) {
   every_collective({0, 1, 0, 1, 0}, false);
 }
 
+// Four hosts of two, each group's ranks spread over the job.
+BOOST_AUTO_TEST_CASE(four_hosts_of_two) {
+  every_collective({0, 1, 2, 3, 3, 2, 1, 0}, true);
+}
+
 // One rank alone on its host (TCP to every peer) next to a group of three.
 BOOST_AUTO_TEST_CASE(one_alone_and_three) {
   every_collective({1, 0, 0, 0}, true);
@@ -319,16 +324,23 @@ BOOST_AUTO_TEST_CASE(options_from_env) {
   BOOST_CHECK_THROW(gcl::hybrid_options::from_env(env(bad)), gcl::usage_error);
 }
 
-// Ranks are processes (forked after the group bound rank 0's port): 2 hosts of 2. Rank 3 is
-// killed while every rank loops in all_reduce; the ranks of the other host (0 and 1), which
-// reach it over TCP, and its host neighbour (2), which reaches it through memory, all fail
-// naming it, none by the timeout (60 s).
+// Ranks are processes (forked after the group bound rank 0's port). A rank is killed while every
+// rank loops in all_reduce: with 2 hosts of 2, rank 3 (or rank 0): the ranks of the other host,
+// which reach it over TCP, and its host neighbour, which reaches it through memory; with hosts
+// of 3 and 1, the one alone on its host. Every other rank fails naming it, none by the timeout
+// (60 s), and /dev/shm is left as it was.
 BOOST_AUTO_TEST_CASE(a_killed_rank_is_named_on_both_hosts) {
   auto const before = gcl_test::dev_shm_names();
-  for (int victim : {3, 0}) {
-    BOOST_TEST_CONTEXT("rank " << victim << " killed") {
+  struct round {
+    std::vector<int> hosts;
+    int victim;
+  };
+  for (auto const& [hosts, victim] :
+       {round{{0, 0, 1, 1}, 3}, round{{0, 0, 1, 1}, 0}, round{{0, 0, 1, 0}, 2}}) {
+    BOOST_TEST_CONTEXT("rank " << victim << " of hosts " << hosts[0] << hosts[1] << hosts[2]
+                               << hosts[3] << " killed") {
       gcl_test::temp_dir dir;
-      auto o = scaled({0, 0, 1, 1});
+      auto o = scaled(hosts);
       gcl::hybrid_transport::group g(4, o);
       std::vector<pid_t> pids;
       for (int r = 0; r < 4; ++r) {
