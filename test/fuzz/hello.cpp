@@ -29,12 +29,13 @@ extern "C" int LLVMFuzzerTestOneInput(std::uint8_t const* data, std::size_t size
   std::array<std::byte, hello_size> out{}, expected{};
   h.encode(out.data());
   std::memcpy(expected.data(), in.data(), hello_size);
-  for (std::size_t i = 26; i < 32; ++i) expected[i] = std::byte{0};  // reserved
+  for (std::size_t i = 27; i < 32; ++i) expected[i] = std::byte{0};  // reserved
   for (std::size_t i = 48; i < 64; ++i) expected[i] = std::byte{0};
   GCL_FUZZ_CHECK(out == expected);
   auto again = decode_hello(out);
   GCL_FUZZ_CHECK(again && again.value.rank == h.rank && again.value.size == h.size &&
                  again.value.token == h.token && again.value.port == h.port &&
-                 again.value.address == h.address && again.value.key == h.key);
+                 again.value.address == h.address && again.value.key == h.key &&
+                 again.value.flags == h.flags);
   return 0;
 }

@@ -274,6 +274,41 @@ BOOST_AUTO_TEST_CASE(transport_tcp_and_shm) {
   compare(4, got_shm, want);
 }
 
+// A rank under GCL_TRANSPORT=auto joining rank 0 under tcp is refused with the reason (rank 0
+// logs it and goes on waiting, here until its 2 s timeout).
+BOOST_AUTO_TEST_CASE(ranks_given_different_modes_are_told_why) {
+  std::uint16_t port = 0;
+  {
+    boost::asio::io_context io;
+    boost::asio::ip::tcp::acceptor a(io, {boost::asio::ip::make_address("127.0.0.1"), 0});
+    port = a.local_endpoint().port();
+  }
+  std::string errors[2];
+  {
+    std::vector<std::jthread> ranks;
+    for (int r = 0; r < 2; ++r)
+      ranks.emplace_back([&, r] {
+        gcl::hybrid_options o;
+        o.tcp.rank = r;
+        o.tcp.size = 2;
+        o.tcp.master_port = port;
+        o.tcp.token = "modes";
+        o.tcp.timeout = 2s;
+        o.mode = r == 0 ? gcl::transport_mode::tcp : gcl::transport_mode::automatic;
+        try {
+          gcl::hybrid_transport t(o);
+        } catch (gcl::transport_error const& e) {
+          errors[r] = e.what();
+        }
+      });
+  }
+  BOOST_TEST_INFO("rank 1 said: " << errors[1]);
+  BOOST_TEST(
+      errors[1].find("rank 1 runs GCL_TRANSPORT=auto, this rank tcp (every rank needs the same)") !=
+      std::string::npos);
+  BOOST_TEST(!errors[0].empty());
+}
+
 BOOST_AUTO_TEST_CASE(options_from_env) {
   auto env = [](std::map<std::string, std::string> vars) {
     return [vars = std::move(vars)](char const* n) -> char const* {
@@ -310,6 +345,25 @@ BOOST_AUTO_TEST_CASE(options_from_env) {
   local["GCL_TRANSPORT"] = "tcp";
   local["GCL_TOKEN"] = "job";
   BOOST_CHECK_THROW(gcl::hybrid_options::from_env(env(local)), gcl::usage_error);
+
+  // The launchers' variables, as tcp_options reads them: torchrun's, and Slurm's under shm.
+  auto torch = gcl::hybrid_options::from_env(env({{"RANK", "2"},
+                                                  {"WORLD_SIZE", "4"},
+                                                  {"MASTER_ADDR", "node01"},
+                                                  {"MASTER_PORT", "29500"},
+                                                  {"TORCHELASTIC_RUN_ID", "run7"}}));
+  BOOST_TEST(torch.tcp.rank == 2);
+  BOOST_TEST(torch.tcp.master_addr == "node01");
+  BOOST_TEST(!torch.tcp.token.empty());
+  BOOST_TEST(torch.tcp.token_source == "TORCHELASTIC_RUN_ID");
+  auto slurm = gcl::hybrid_options::from_env(env({{"SLURM_PROCID", "1"},
+                                                  {"SLURM_NTASKS", "3"},
+                                                  {"SLURM_JOB_ID", "42"},
+                                                  {"SLURM_STEP_ID", "0"},
+                                                  {"GCL_TRANSPORT", "shm"}}));
+  BOOST_TEST(slurm.tcp.rank == 1);
+  BOOST_TEST(slurm.tcp.size == 3);
+  BOOST_TEST(!slurm.tcp.token.empty());
 
   auto bad = base;
   bad["GCL_TRANSPORT"] = "infiniband";

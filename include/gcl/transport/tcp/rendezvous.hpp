@@ -307,6 +307,12 @@ class tcp_rendezvous : public std::enable_shared_from_this<tcp_rendezvous> {
     if (h.size != o_.size)
       return "rank " + std::to_string(h.rank) + " says the job has " + std::to_string(h.size) +
              " ranks, this job has " + std::to_string(o_.size);
+    // hybrid_transport's modes: tcp connects ranks of one host, auto does not. (Short: the
+    // refused rank's reply holds 119 bytes of text.)
+    if (((h.flags & hello_connects_same_host) != 0) != o_.connect_same_host)
+      return "rank " + std::to_string(h.rank) +
+             " runs GCL_TRANSPORT=" + (o_.connect_same_host ? "auto" : "tcp") + ", this rank " +
+             (o_.connect_same_host ? "tcp" : "auto") + " (every rank needs the same)";
     if (finished_)
       return "the job is already formed; nobody may join now (it claims rank " +
              std::to_string(h.rank) + ")";
@@ -462,6 +468,7 @@ class tcp_rendezvous : public std::enable_shared_from_this<tcp_rendezvous> {
     h.token = token_hash(o_.token);
     h.port = acceptor_.local_endpoint().port();
     h.key = o_.host_key;
+    h.flags = o_.connect_same_host ? hello_connects_same_host : 0;
     boost::system::error_code ec;
     auto local = !o_.interface_name.empty() || !o_.bind_address.empty()
                      ? local_address()

@@ -265,6 +265,7 @@ inline std::string frame_problem(frame_header const& h, int world_size) {
 }
 
 enum class hello_kind : std::uint8_t { join = 1, peer = 2 };  // join: register with rank 0
+inline constexpr std::uint8_t hello_connects_same_host = 1;
 
 struct hello {
   std::uint32_t magic = hello_magic;
@@ -275,6 +276,8 @@ struct hello {
   std::int32_t size = 0;
   std::uint64_t token = 0;
   std::uint16_t port = 0;  // the sender's listening port (join only)
+  // Bit 0: the sender connects to ranks of its own host (tcp_options::connect_same_host).
+  std::uint8_t flags = hello_connects_same_host;
   std::array<std::uint8_t, 16> address{};
   host_key key{};  // the sender's (join only)
 
@@ -288,6 +291,7 @@ struct hello {
     put(b + 12, size);
     put(b + 16, token);
     put(b + 24, port);
+    put(b + 26, flags);
     std::memcpy(b + 32, address.data(), 16);
     std::memcpy(b + 64, key.data(), key.size());
   }
@@ -326,6 +330,7 @@ inline decoded<hello> decode_hello(std::span<std::byte const> b) {
   h.size = get<std::int32_t>(p + 12);
   h.token = get<std::uint64_t>(p + 16);
   h.port = get<std::uint16_t>(p + 24);
+  h.flags = get<std::uint8_t>(p + 26);
   std::memcpy(h.address.data(), p + 32, 16);
   std::memcpy(h.key.data(), p + 64, h.key.size());
   return d;
