@@ -94,16 +94,23 @@ class unique_fd {
 
 // What a rank takes away from the rendezvous.
 struct shm_joined {
-  int segment_fd = -1;             // closed by the caller once mapped
-  std::vector<unique_fd> peers;    // peers[r]: the socket whose hang-up says r is gone
+  int segment_fd = -1;           // closed by the caller once mapped
+  std::vector<unique_fd> peers;  // peers[r]: the socket whose hang-up says r is gone
 };
 
 class shm_rendezvous {
  public:
   using clock = std::chrono::steady_clock;
 
+  // The number of rank r in messages: its number in the whole job under hybrid_transport.
+  int name_of(int r) const noexcept {
+    return o_.global_ranks.empty() ? r : o_.global_ranks[static_cast<std::size_t>(r)];
+  }
+  // "rank 0": the rank that leads the rendezvous, as messages name it.
+  std::string leader() const { return std::to_string(name_of(0)); }
+
   shm_rendezvous(shm_options const& o, clock::time_point deadline)
-      : o_(o), deadline_(deadline), prefix_(rank_prefix(o.rank)) {}
+      : o_(o), deadline_(deadline), prefix_(rank_prefix(name_of(o.rank))) {}
 
   // The job's socket name: "gcl-shm-" and the token's hash, in the abstract namespace.
   static sockaddr_un address(shm_options const& o, socklen_t& length) {
@@ -152,7 +159,7 @@ class shm_rendezvous {
       if (left <= 0) {
         std::string missing;
         for (int r = 1; r < o_.size; ++r)
-          if (!out.peers[r]) missing += (missing.empty() ? "" : ", ") + std::to_string(r);
+          if (!out.peers[r]) missing += (missing.empty() ? "" : ", ") + std::to_string(name_of(r));
         fail(errc::timeout, "shm rendezvous timed out after " + format_duration(o_.timeout) +
                                 ": rank(s) " + missing + " of " + std::to_string(o_.size) +
                                 " did not join (job token from " + o_.token_origin() + ")");
@@ -168,7 +175,7 @@ class shm_rendezvous {
         continue;
       for (std::size_t i = 1; i < fds.size(); ++i)
         if ((fds[i].revents & (POLLIN | POLLHUP | POLLERR)) != 0)
-          setup_failed(out, "rank " + std::to_string(who[i]) + " (pid " +
+          setup_failed(out, "rank " + std::to_string(name_of(who[i])) + " (pid " +
                                 std::to_string(pids[who[i]]) +
                                 ") died during the setup: its process ended after it joined, "
                                 "before every rank had");
@@ -220,16 +227,18 @@ class shm_rendezvous {
     socklen_t len = 0;
     auto addr = address(o_, len);
     // Rank 0 may not be listening yet: try again until the deadline.
-    for (auto pause = std::chrono::milliseconds{1};; pause = std::min(pause * 2, std::chrono::milliseconds{50})) {
+    for (auto pause = std::chrono::milliseconds{1};;
+         pause = std::min(pause * 2, std::chrono::milliseconds{50})) {
       c = unique_fd(::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0));
       if (!c) fail(errc::protocol, "cannot create a Unix socket: " + last_error());
       if (::connect(c.get(), reinterpret_cast<sockaddr*>(&addr), len) == 0) break;
       if (errno != ECONNREFUSED && errno != ENOENT && errno != EAGAIN)
-        fail(errc::connection_refused, "cannot reach rank 0's Unix socket: " + last_error());
+        fail(errc::connection_refused,
+             "cannot reach rank " + leader() + "'s Unix socket: " + last_error());
       if (remaining() <= 0)
         fail(errc::timeout, "shm rendezvous timed out after " + format_duration(o_.timeout) +
-                                ": rank 0 of a job with this token (from " + o_.token_origin() +
-                                ") is not listening on this host");
+                                ": rank " + leader() + " of a job with this token (from " +
+                                o_.token_origin() + ") is not listening on this host");
       std::this_thread::sleep_for(pause);
     }
     shm_hello h;
@@ -237,7 +246,7 @@ class shm_rendezvous {
     h.size = o_.size;
     h.token_check = shm_token_hash("gcl-shm-check:", o_.token);
     if (::send(c.get(), &h, sizeof h, MSG_NOSIGNAL) != static_cast<ssize_t>(sizeof h))
-      fail(errc::connection_refused, "cannot say hello to rank 0: " + last_error());
+      fail(errc::connection_refused, "cannot say hello to rank " + leader() + ": " + last_error());
     shm_welcome w;
     int fd = receive_with_fd(c.get(), &w, sizeof w);
     unique_fd segment_fd(fd);
@@ -247,16 +256,16 @@ class shm_rendezvous {
     }
     if (w.magic != shm_magic || w.accepted != shm_accepted || fd < 0) {
       w.why[sizeof w.why - 1] = '\0';
-      fail(errc::connection_refused,
-           std::string("rank 0 refused this rank: ") + (w.why[0] != '\0' ? w.why : "no reason given"));
+      fail(errc::connection_refused, "rank " + leader() + " refused this rank: " +
+                                         (w.why[0] != '\0' ? w.why : "no reason given"));
     }
     if (w.descriptors != static_cast<std::uint32_t>(o_.size - 2))
-      fail(errc::protocol, "rank 0 sent a welcome for another job size");
+      fail(errc::protocol, "rank " + leader() + " sent a welcome for another job size");
     for (std::uint32_t i = 0; i < w.descriptors; ++i) {
       std::int32_t who = -1;
       unique_fd end(receive_with_fd(c.get(), &who, sizeof who));
       if (!end || who < 1 || who >= o_.size || who == o_.rank || out.peers[who])
-        fail(errc::protocol, "rank 0 sent a malformed peer socket");
+        fail(errc::protocol, "rank " + leader() + " sent a malformed peer socket");
       out.peers[who] = std::move(end);
     }
     out.peers[0] = std::move(c);
@@ -304,7 +313,8 @@ class shm_rendezvous {
     else if (cred.uid != ::getuid())
       why = "it runs as user " + std::to_string(cred.uid) + ", this job as " +
             std::to_string(::getuid());
-    else if (::poll(&p, 1, wait_ms) <= 0 || ::recv(fd, &h, sizeof h, 0) != static_cast<ssize_t>(sizeof h))
+    else if (::poll(&p, 1, wait_ms) <= 0 ||
+             ::recv(fd, &h, sizeof h, 0) != static_cast<ssize_t>(sizeof h))
       why = "it sent no hello";
     else if (h.magic != shm_magic || h.version != shm_version)
       why = "it is not gcl's shm protocol of this version";
@@ -316,7 +326,7 @@ class shm_rendezvous {
     else if (h.rank < 1 || h.rank >= o_.size)
       why = "its rank " + std::to_string(h.rank) + " is out of range";
     else if (so_far.peers[h.rank])
-      why = "rank " + std::to_string(h.rank) + " has already joined";
+      why = "rank " + std::to_string(name_of(h.rank)) + " has already joined";
     pid = cred.pid;
     if (why.empty()) return h.rank;
     log(log_level::warning, prefix_ + "refused a process (pid " + std::to_string(cred.pid) +
@@ -341,8 +351,8 @@ class shm_rendezvous {
     c->cmsg_len = CMSG_LEN(sizeof(int));
     std::memcpy(CMSG_DATA(c), &fd, sizeof fd);
     if (::sendmsg(socket, &m, MSG_NOSIGNAL) != static_cast<ssize_t>(n))
-      fail(errc::peer_closed, "cannot hand the shared segment to rank " + std::to_string(to) +
-                                  ": " + last_error());
+      fail(errc::peer_closed, "cannot hand the shared segment to rank " +
+                                  std::to_string(name_of(to)) + ": " + last_error());
   }
 
   // One message of exactly n bytes, and the descriptor that came with it (or -1).
@@ -359,7 +369,8 @@ class shm_rendezvous {
       auto left = remaining();
       if (left <= 0)
         fail(errc::timeout, "shm rendezvous timed out after " + format_duration(o_.timeout) +
-                                " waiting for rank 0 to hand out the segment (every rank must "
+                                " waiting for rank " + leader() +
+                                " to hand out the segment (every rank must "
                                 "join first)");
       int rc = ::poll(&p, 1, static_cast<int>(std::min<long long>(left, 100)));
       if (rc > 0) break;
@@ -373,9 +384,10 @@ class shm_rendezvous {
       if (fd >= 0) ::close(fd);
       if (got == 0)
         fail(errc::peer_closed,
-             "rank 0 died or left during the setup: it closed the rendezvous before handing out "
-             "the segment");
-      fail(errc::protocol, "rank 0 sent a malformed rendezvous message");
+             "rank " + leader() +
+                 " died or left during the setup: it closed the rendezvous before handing out "
+                 "the segment");
+      fail(errc::protocol, "rank " + leader() + " sent a malformed rendezvous message");
     }
     return fd;
   }
