@@ -17,6 +17,7 @@
 
 #include <gcl/algorithm/ring.hpp>
 #include <gcl/collective/all_reduce.hpp>
+#include <gcl/collective/broadcast.hpp>
 #include <gcl/spawn.hpp>
 #include <gcl/stats.hpp>
 #include <gcl/transport/hybrid.hpp>
@@ -242,6 +243,30 @@ BOOST_AUTO_TEST_CASE(sendrecv_across_the_two_sides) {
         }
       },
       scaled({0, 0, 1, 1}));
+}
+
+// Ranks that call different collectives fail with errc::mismatch, whether the disagreement
+// crosses the hosts (ranks 0 and 1 against 2 and 3: found over TCP) or lies within one (rank 0
+// against the rest: found over shm by rank 1, over TCP by the others).
+BOOST_AUTO_TEST_CASE(a_disagreement_is_found_on_either_side) {
+  for (int split : {2, 1}) {
+    BOOST_TEST_CONTEXT("ranks below " << split << " all_reduce, the others broadcast") {
+      BOOST_CHECK_EXCEPTION(gcl::spawn<gcl::hybrid_transport>(
+                                4,
+                                [&](auto& comm) {
+                                  std::vector<int> v(100, comm.rank());
+                                  if (comm.rank() < split)
+                                    gcl::all_reduce(comm, v, gcl::sum{}, gcl::ring{});
+                                  else
+                                    gcl::broadcast(comm, v, 0);
+                                },
+                                scaled({0, 0, 1, 1})),
+                            gcl::transport_error, [](gcl::transport_error const& e) {
+                              BOOST_TEST_MESSAGE(e.what());
+                              return e.code() == gcl::errc::mismatch;
+                            });
+    }
+  }
 }
 
 // GCL_TRANSPORT=tcp: TCP to every peer, even of one host; =shm: shm only, no address needed.
