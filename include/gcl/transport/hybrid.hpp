@@ -396,6 +396,11 @@ class hybrid_transport {
     bool got = false;
     auto ready = [&] { return got || (got = s.tcp->try_recv(peer, tg, in)); };
     if (ready()) return;
+    s.tcp->set_waiting_for(peer);  // what this rank answers the peers' status queries
+    struct reset {
+      detail::tcp_impl& tcp;
+      ~reset() { tcp.set_waiting_for(-1); }
+    } waiting{*s.tcp};
     if (s.shm->wait_external(ready, std::chrono::steady_clock::now() + s.o.tcp.timeout)) return;
     throw transport_error(
         errc::timeout,

@@ -185,6 +185,13 @@ class tcp_impl {
     return false;
   }
 
+  // Which rank this rank's caller waits for (-1: none), for the answers to peers' status
+  // queries, while it waits elsewhere than in recv().
+  void set_waiting_for(int peer) {
+    std::lock_guard lock(mutex_);
+    waiting_for_ = peer;
+  }
+
   // Throws what a call would throw now if this transport has failed or been aborted.
   void throw_if_failed() {
     std::lock_guard lock(mutex_);
