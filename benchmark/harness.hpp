@@ -39,11 +39,6 @@
 #include <gcl/cost_model.hpp>
 #include <gcl/op.hpp>
 #include <gcl/spawn.hpp>
-#include <gcl/transport/inproc.hpp>
-
-#if GCL_BENCH_TCP
-#include <gcl/transport/tcp.hpp>
-#endif
 
 #include <algorithm>
 #include <cstdio>
@@ -57,6 +52,7 @@
 #include "bind.hpp"
 #include "common.hpp"
 #include "common/cli.hpp"
+#include "common/transports.hpp"
 
 namespace bench {
 
@@ -268,10 +264,7 @@ int run(int argc, char** argv) {
                "busbw, #wrong) and the cost model's prediction. See doc/benchmarks.md; the "
                "flags of every gcl program: doc/cli.md."};
   gcl_cli::setup(app, cname);
-  app.add_option("-t,--transport", o.transport,
-                 "inproc (ranks are threads) or tcp (one process per rank, under a launcher); "
-                 "default: tcp when started by a launcher, else inproc")
-      ->check(CLI::IsMember({"inproc", "tcp"}));
+  gcl_cli::add_transport_option(app, o.transport);
   std::vector<std::string> names;
   std::apply([&](auto... a) { (names.emplace_back(a.name), ...); }, algorithm_list{});
   app.add_option(
@@ -279,7 +272,7 @@ int run(int argc, char** argv) {
          "one of: " + algorithm_names() + " (default: " + std::string(Call::default_algorithm) + ")")
       ->check(CLI::IsMember(names));
   app.add_option("-p,--world-size", o.world_size,
-                 "number of ranks (inproc; tcp takes it from the launcher)")
+                 "number of ranks (inproc; shm and tcp take it from the launcher)")
       ->check(CLI::Range(1, 4096))
       ->capture_default_str();
   app.add_option(
@@ -296,57 +289,32 @@ int run(int argc, char** argv) {
   GCL_CLI_PARSE(app, argc, argv);
   if (auto why = check_options(o); !why.empty()) return gcl_cli::usage_error(app, why);
   auto const job = gcl_cli::launcher_world();
-  bool const launched = job && job->size > 1;
-  if (o.transport.empty()) o.transport = launched ? "tcp" : "inproc";
-  if (launched && o.transport == "inproc")
-    return gcl_cli::usage_error(
-        app, "--transport inproc: started as one of " + std::to_string(job->size) +
-                 " processes by a launcher (" + job->variable +
-                 "), each would run a world of its own; use --transport tcp (the default under "
-                 "a launcher) or run without the launcher");
-  if (o.transport == "inproc" && o.root >= o.world_size)
+  if (auto why = gcl_cli::resolve_transport(o.transport, job, o.world_size, false); !why.empty())
+    return gcl_cli::usage_error(app, why);
+  // Processes are what shm and tcp are measured with: one per rank, started by a launcher.
+  if (o.transport != "inproc" && !job)
+    return gcl_cli::usage_error(app, "--transport " + o.transport +
+                                         " runs one process per rank: start it with "
+                                         "tools/gcl-launch -p " +
+                                         std::to_string(o.world_size) + " -- " + argv[0] +
+                                         " --transport " + o.transport + " ...");
+  int const world = job ? job->size : o.world_size;
+  if (o.root < 0 || o.root >= world)
     return gcl_cli::usage_error(app, "--root " + std::to_string(o.root) +
-                                         " is not a rank of a world of " +
-                                         std::to_string(o.world_size));
-  if (o.transport == "tcp" && !job)
-    return gcl_cli::usage_error(
-        app, "--transport tcp runs one process per rank: start it with tools/gcl-launch -p " +
-                 std::to_string(o.world_size) + " -- " + argv[0] + " --transport tcp ...");
+                                         " is not a rank of a world of " + std::to_string(world));
+  // A process is pinned before its transport starts (threads it starts inherit the mask).
+  if (job) detail::bind_rank(o.bind, job->rank, job->size);
 
   std::uint64_t wrong = 0;
   try {
-    if (o.transport == "inproc") {
-      if (o.root < 0 || o.root >= o.world_size)
-        throw gcl::usage_error("--root " + std::to_string(o.root) +
-                               " is not a rank of a world of " + std::to_string(o.world_size));
-      gcl::inproc_options io{
-          .timeout = std::chrono::milliseconds(static_cast<long long>(o.timeout_s * 1000))};
-      auto r = gcl::spawn<gcl::inproc_transport>(
-          o.world_size,
-          [&](auto& comm) {
-            detail::bind_rank(o.bind, comm.rank(), comm.size());
-            return detail::run_rank<Call>(comm, o, "gcl inproc");
-          },
-          io);
-      wrong = r[0];
-    } else {
-#if GCL_BENCH_TCP
-      auto to = gcl::tcp_options::from_env();
-      // --timeout bounds a failing run, as with inproc (the transport's default is 30 min).
-      if (!std::getenv("GCL_TIMEOUT"))
-        to.timeout = std::chrono::milliseconds(static_cast<long long>(o.timeout_s * 1000));
-      if (o.root < 0 || o.root >= to.size)
-        throw gcl::usage_error("--root " + std::to_string(o.root) +
-                               " is not a rank of a world of " + std::to_string(to.size));
-      detail::bind_rank(o.bind, to.rank, to.size);
-      gcl::communicator comm{gcl::tcp_transport(to)};
-      wrong = detail::run_rank<Call>(comm, o, "gcl tcp");
-#else
-      throw gcl::usage_error(
-          "--transport tcp: this build has no TCP transport (it needs Boost.Asio headers, "
-          "Debian libboost-dev, and include/gcl/transport/tcp.hpp)");
-#endif
-    }
+    std::string const label = "gcl " + o.transport;
+    auto const wrongs = gcl_cli::run_ranks(
+        o.transport, job, o.world_size,
+        std::chrono::milliseconds(static_cast<long long>(o.timeout_s * 1000)), [&](auto& comm) {
+          if (!job) detail::bind_rank(o.bind, comm.rank(), comm.size());
+          return detail::run_rank<Call>(comm, o, label);
+        });
+    wrong = wrongs[0];
   } catch (std::exception const& e) {
     std::fflush(stdout);
     std::fprintf(stderr, "error: %s\n", e.what());

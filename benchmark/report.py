@@ -25,9 +25,14 @@ DATDIR = "."
 # gcl's label, its peers (label, name in the tables, name in the plots), the section's title.
 SECTIONS = [("inproc", [("vader", "Open MPI", "Open MPI vader")],
              "threads (gcl inproc) vs Open MPI shared memory (btl vader)"),
+            ("shm", [("vader", "Open MPI", "Open MPI vader"), ("inproc", "gcl threads", "gcl inproc")],
+             "processes over shared memory (gcl shm, one process per rank) vs Open MPI shared "
+             "memory (btl vader), and gcl's own threads"),
             ("tcp", [("mpitcp", "Open MPI", "Open MPI TCP"), ("gloo", "Gloo", "Gloo TCP")],
              "TCP loopback (gcl tcp, one process per rank) vs Open MPI TCP (btl tcp, lo) and Gloo TCP")]
-TRANSPORT = {"inproc": "threads", "tcp": "TCP loopback"}
+TRANSPORT = {"inproc": "threads", "shm": "shared memory", "tcp": "TCP loopback"}
+# When a peer is gcl itself (its threads beside its processes), the algorithm compared.
+PEER_ALGORITHM = "by_size"
 MODES = {"b2b": "back to back: one barrier, then the calls with nothing in between, a timestamp "
                 "after each",
          "barrier": "a barrier before every call, each call timed alone"}
@@ -208,7 +213,8 @@ def main():
                 gkeys = sorted(k for k in runs if k[0] == coll and k[1] == p and k[2] == gl)
                 peers = []  # (table name, plot name, {size: medians})
                 for label, name, plot_name in peer_defs:
-                    keys = [k for k in runs if k[0] == coll and k[1] == p and k[2] == label]
+                    keys = sorted(k for k in runs if k[0] == coll and k[1] == p and k[2] == label)
+                    keys.sort(key=lambda k: k[3] != PEER_ALGORITHM)  # gcl's default first
                     if keys:
                         peers.append((name, plot_name, medians(runs[keys[0]])))
                 if not gkeys or not peers:

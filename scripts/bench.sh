@@ -4,6 +4,7 @@
 # loopback TCP one way and duplex), then for P = 2 and 4 and every repetition runs, one after
 # the other so that they share the machine's state:
 #   gcl inproc (threads)                     vs  Open MPI shared memory (--mca btl self,vader)
+#   gcl shm (tools/gcl-launch, 1 proc/rank)  vs  Open MPI shared memory, and gcl's threads
 #   gcl tcp (tools/gcl-launch, 1 proc/rank)  vs  Open MPI TCP (--mca btl self,tcp, lo)
 #                                            and Gloo TCP (torch.distributed's CPU backend,
 #                                                tools/gcl-launch, 1 proc/rank; no reduce_scatter;
@@ -24,7 +25,7 @@
 #   scripts/bench.sh --quick --no-install --ranks 2 --max-bytes 4K --output /tmp/b/benchmarks.md
 #
 # Options: --quick, --collectives "C ...", --algorithms "A ...", --reps N, --ranks "P ...",
-# --max-bytes B, --factor F, --transports "inproc tcp", --iters SMALL LARGE (most calls per
+# --max-bytes B, --factor F, --transports "inproc shm tcp", --iters SMALL LARGE (most calls per
 # size below / from 1 MiB), --max-seconds S (per size), --barrier, --no-install, --keep,
 # --output DIR/benchmarks.md (images go to DIR/img).
 # Environment: GCL_BUILD_DIR (default build-bench/), GCL_JOBS (default nproc).
@@ -45,7 +46,7 @@ iters_small=500 iters_large=100 warmup=3  # most timed calls per size, below / f
 max_seconds=1                              # ... fewer where they would take longer than this
 barrier=0
 limits_bytes=256M limits_tcp=1G
-transports="inproc tcp"
+transports="inproc shm tcp"
 install=1
 keep=0
 out_md="$repo/doc/benchmarks.md"
@@ -83,7 +84,7 @@ gcl_cli_positive --reps "$reps"
 gcl_cli_each --ranks "$ranks" gcl_cli_positive
 gcl_cli_size --max-bytes "$max"
 gcl_cli_number --factor "$factor"
-gcl_cli_each --transports "$transports" gcl_cli_member "inproc tcp"
+gcl_cli_each --transports "$transports" gcl_cli_member "inproc shm tcp"
 gcl_cli_positive --iters "$iters_small"
 gcl_cli_positive --iters "$iters_large"
 gcl_cli_number --max-seconds "$max_seconds"
@@ -120,7 +121,7 @@ else
   echo "bench.sh: note: Gloo not found (Debian: libgloo-dev); Gloo is skipped" >&2
 fi
 have_tcp=0
-if "$bin/${collectives%% *}" --help 2>&1 | grep -q tcp && grep -q GCL_BENCH_TCP "$build/benchmark/CMakeFiles/bench_${collectives%% *}.dir/flags.make" 2>/dev/null; then
+if "$bin/${collectives%% *}" --help 2>&1 | grep -q tcp && grep -q GCL_PROGRAM_TCP "$build/benchmark/CMakeFiles/bench_${collectives%% *}.dir/flags.make" 2>/dev/null; then
   have_tcp=1
 fi
 if [[ -z "$algorithms" ]]; then  # all_reduce's default (by_size), and ring for reference
@@ -177,6 +178,14 @@ for rep in $(seq 1 "$reps"); do
           aopt=(); [[ $a != default ]] && aopt=(--algorithm "$a")
           gcl_sweep "r${rep}_${c}_p${p}_inproc_$a" "$bin/$c" --world-size "$p" "${aopt[@]}" --label inproc
         done
+      fi
+      if [[ " $transports " == *" shm "* ]]; then
+        for a in $algs; do
+          aopt=(); [[ $a != default ]] && aopt=(--algorithm "$a")
+          gcl_sweep "r${rep}_${c}_p${p}_shm_$a" "$repo/tools/gcl-launch" -p "$p" -- "$bin/$c" --transport shm "${aopt[@]}" --label shm
+        done
+      fi
+      if [[ " $transports " == *" inproc "* || " $transports " == *" shm "* ]]; then
         gcl_sweep "r${rep}_${c}_p${p}_vader" "${mpirun[@]}" -n "$p" --mca btl self,vader "$bin/mpi/$c" --label vader
       fi
       if [[ " $transports " == *" tcp "* ]]; then

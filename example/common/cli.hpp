@@ -77,29 +77,33 @@ inline CLI::Option* add_size_option(CLI::App& app, std::string const& names, std
       ->capture_default_str();
 }
 
-/// A job a launcher started this process in: the variable that gave its world size, and the
-/// size.
+/// A job a launcher started this process in: the variable that gave its world size, the size,
+/// and this process's rank in it (-1 when unreadable).
 struct launcher_job {
   std::string variable;
   int size = 0;
+  int rank = -1;
 };
 
 /// The launcher's job, when a rank variable and a world-size variable are both set (the same
 /// variables `gcl::tcp_options::from_env` reads: gcl-launch, torchrun, Open MPI, MPICH/PMI,
 /// Slurm). An unreadable size counts as 2 (more than one rank): from_env then names it.
 inline std::optional<launcher_job> launcher_world() {
-  bool ranked = false;
+  auto number = [](char const* s) {
+    std::string_view t(s);
+    int n = -1;
+    auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), n);
+    return ec != std::errc{} || end != t.data() + t.size() ? -1 : n;
+  };
+  std::optional<int> rank;
   for (char const* v : {"GCL_RANK", "RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"})
-    if (char const* s = std::getenv(v); s && *s) ranked = true;
-  if (!ranked) return std::nullopt;
+    if (char const* s = std::getenv(v); s && *s && !rank) rank = number(s);
+  if (!rank) return std::nullopt;
   for (char const* v :
        {"GCL_WORLD_SIZE", "WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS"})
     if (char const* s = std::getenv(v); s && *s) {
-      std::string_view t(s);
-      int n = 0;
-      auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), n);
-      if (ec != std::errc{} || end != t.data() + t.size() || n < 1) n = 2;
-      return launcher_job{v, n};
+      int n = number(s);
+      return launcher_job{v, n < 1 ? 2 : n, *rank};
     }
   return std::nullopt;
 }

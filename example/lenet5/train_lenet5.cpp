@@ -3,8 +3,9 @@
 //   tools/fetch-mnist.sh
 //   train_lenet5 --world-size 4 --algorithm ring --sync params --target-accuracy 0.97
 //
-// Ranks are threads (--transport inproc, the default) or processes (--transport tcp, under a
-// launcher such as tools/gcl-launch). Prints a progress line, one line per evaluation, and k*
+// Ranks are threads (--transport inproc, the default) or processes under a launcher such as
+// tools/gcl-launch (--transport shm within one host, tcp across hosts; the rule of
+// example/common/transports.hpp). Prints a progress line, one line per evaluation, and k*
 // (iterations to the target accuracy) with the seconds it took.
 
 #include <charconv>
@@ -21,15 +22,12 @@
 
 #include "blas_threads.hpp"
 #include "common/cli.hpp"
+#include "common/transports.hpp"
 
 #include "trainer.hpp"
 
 #ifndef LENET5_DEFAULT_DATA
 #define LENET5_DEFAULT_DATA "data/mnist"
-#endif
-
-#ifdef LENET5_HAS_TCP
-#include <gcl/transport/tcp.hpp>
 #endif
 
 namespace {
@@ -129,13 +127,9 @@ int main(int argc, char** argv) {
   std::string transport, data_dir = LENET5_DEFAULT_DATA;
   bool quiet = false, json = false;
   app.add_option("-p,--world-size", world,
-                 "number of ranks (threads with --transport inproc; under a launcher: the "
-                 "launcher's)")
+                 "number of ranks (threads when started alone; under a launcher: the launcher's)")
       ->check(CLI::Range(1, 1024));
-  app.add_option("-t,--transport", transport,
-                 "inproc (ranks are threads) or tcp (processes under a launcher, or threads over "
-                 "loopback); default: tcp when started by a launcher, else inproc")
-      ->check(CLI::IsMember({"inproc", "tcp"}));
+  gcl_cli::add_transport_option(app, transport);
   app.add_option("-a,--algorithm", cfg.algorithm,
                  "all_reduce algorithm: " + lenet5::algorithm_names())
       ->check(CLI::IsMember(algorithm_name_list()));
@@ -184,21 +178,12 @@ int main(int argc, char** argv) {
   GCL_CLI_PARSE(app, argc, argv);
   cfg.progress = !quiet;
 
-  // Under a launcher of more than one rank: tcp, never one world of threads per process.
+  // Under a launcher of more than one rank: processes, never one world of threads per process.
   auto const job = gcl_cli::launcher_world();
-  bool const launched = job && job->size > 1;
-  if (transport.empty()) transport = launched ? "tcp" : "inproc";
-  if (launched && transport == "inproc")
-    return gcl_cli::usage_error(
-        app, "--transport inproc: started as one of " + std::to_string(job->size) +
-                 " processes by a launcher (" + job->variable +
-                 "), each would train a world of its own; use --transport tcp (the default "
-                 "under a launcher) or run without the launcher");
-  if (launched && app.count("--world-size") && world != job->size)
-    return gcl_cli::usage_error(app, "--world-size " + std::to_string(world) +
-                                         " but the launcher started " +
-                                         std::to_string(job->size) + " ranks (" + job->variable +
-                                         ")");
+  if (auto why = gcl_cli::resolve_transport(transport, job, world, app.count("--world-size") > 0,
+                                            "train");
+      !why.empty())
+    return gcl_cli::usage_error(app, why);
   if (json) {  // stdout keeps only the JSON: the human lines go to stderr
     std::fflush(stdout);
     int const fd = ::dup(STDOUT_FILENO);
@@ -214,53 +199,33 @@ int main(int argc, char** argv) {
 
   try {
     auto const data = lenet5::load_mnist(data_dir);
-    if (transport == "inproc") {
+    std::string const how = std::string(job ? "processes" : "threads") +
+                            (transport == "inproc" ? " of this process"
+                             : transport == "shm"  ? " over shared memory"
+                                                   : " over tcp");
+    auto header = [&](int n) {
       std::printf(
-          "train_lenet5: %d rank%s (inproc threads), all_reduce %s, sync %s, optimizer "
-          "%s, lr %g, batch %d per rank, %zu parameters\n",
-          world, world == 1 ? "" : "s", cfg.algorithm.c_str(), cfg.sync.c_str(),
+          "train_lenet5: %d rank%s (%s), all_reduce %s, sync %s, optimizer %s, lr %g, batch %d "
+          "per rank, %zu parameters\n",
+          n, n == 1 ? "" : "s", how.c_str(), cfg.algorithm.c_str(), cfg.sync.c_str(),
           cfg.optimizer.c_str(), double(cfg.lr), cfg.batch,
           lenet5::network<float>::parameter_count);
-      auto results = gcl::spawn<gcl::inproc_transport>(
-          world, [&](auto& comm) { return lenet5::train(comm, data, cfg); },
-          {.timeout = std::chrono::seconds{timeout_s}});
+    };
+    if (!job) header(world);
+    auto const results = gcl_cli::run_ranks(
+        transport, job, world, std::chrono::seconds{timeout_s}, [&](auto& comm) {
+          if (job && comm.rank() == 0) header(comm.size());
+          return lenet5::train(comm, data, cfg);
+        });
+    if (job) {  // this process is one rank; rank 0 speaks for the job
+      if (job->rank == 0) summary(cfg, job->size, results[0]);
+    } else {
       if (!same_final_parameters(results)) return 2;
       std::printf("final parameters bit-identical on all %d rank(s) (hash %016llx)\n", world,
                   static_cast<unsigned long long>(lenet5::parameter_hash(results[0].parameters)));
       summary(cfg, world, results[0]);
-      return results[0].k_star >= 0 || cfg.target_accuracy == 0 ? 0 : 1;
     }
-#ifdef LENET5_HAS_TCP
-    if (!job) {
-      // No launcher: N ranks as threads of this process, talking over loopback TCP.
-      std::printf("train_lenet5: %d rank%s (threads over loopback tcp), all_reduce %s, sync %s\n",
-                  world, world == 1 ? "" : "s", cfg.algorithm.c_str(), cfg.sync.c_str());
-      gcl::tcp_options topts;
-      topts.timeout = std::chrono::seconds{timeout_s};
-      auto results = gcl::spawn<gcl::tcp_transport>(
-          world, [&](auto& comm) { return lenet5::train(comm, data, cfg); }, topts);
-      if (!same_final_parameters(results)) return 2;
-      summary(cfg, world, results[0]);
-      return results[0].k_star >= 0 || cfg.target_accuracy == 0 ? 0 : 1;
-    }
-    auto opts = gcl::tcp_options::from_env();
-    if (!std::getenv("GCL_TIMEOUT")) opts.timeout = std::chrono::seconds{timeout_s};
-    gcl::communicator comm(gcl::tcp_transport(std::move(opts)));
-    if (comm.rank() == 0)
-      std::printf(
-          "train_lenet5: rank 0 of %d (processes over tcp), all_reduce %s, sync %s, "
-          "optimizer %s, lr %g, batch %d per rank\n",
-          comm.size(), cfg.algorithm.c_str(), cfg.sync.c_str(), cfg.optimizer.c_str(),
-          double(cfg.lr), cfg.batch);
-    auto r = lenet5::train(comm, data, cfg);
-    if (comm.rank() == 0) summary(cfg, comm.size(), r);
-    return r.k_star >= 0 || cfg.target_accuracy == 0 ? 0 : 1;
-#else
-    std::fprintf(stderr,
-                 "train_lenet5: --transport tcp needs gcl::tcp (Boost.Asio), which this "
-                 "build does not have\n");
-    return 2;
-#endif
+    return results[0].k_star >= 0 || cfg.target_accuracy == 0 ? 0 : 1;
   } catch (std::exception const& e) {
     std::fprintf(stderr, "train_lenet5: %s\n", e.what());
     return 2;

@@ -1,0 +1,128 @@
+#pragma once
+/// \file
+/// The one rule by which gcl's programs (examples, benchmarks, trainer) choose a transport:
+/// `-t/--transport inproc|shm|tcp`, checked against how the process was started, and
+/// `run_ranks`, which runs a function on every rank of the chosen transport that lives in this
+/// process.
+///
+/// | --transport | started alone (no launcher)           | started by a launcher of P ranks     |
+/// |-------------|---------------------------------------|--------------------------------------|
+/// | inproc      | P threads, through memory (default)   | refused: P separate worlds           |
+/// | shm         | P threads over one shared segment     | this process is one rank; all P on   |
+/// |             |                                       | this host, through shared memory     |
+/// | tcp         | P threads over loopback sockets       | this process is one rank (default)   |
+///
+/// A launcher is gcl-launch, torchrun, mpirun or srun: rank and world-size variables are set
+/// (`launcher_world()`). tcp exists when the program is linked to gcl::tcp (Boost.Asio), which
+/// its CMake target says by defining GCL_PROGRAM_TCP. See doc/cli.md.
+///
+/// Not part of the library: for gcl's programs only.
+
+#include <gcl/spawn.hpp>
+#include <gcl/transport/inproc.hpp>
+#include <gcl/transport/shm.hpp>
+#if defined(GCL_PROGRAM_TCP)
+#include <gcl/transport/tcp.hpp>
+#endif
+
+#include <chrono>
+#include <cstdlib>
+#include <optional>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "cli.hpp"
+
+namespace gcl_cli {
+
+/// Whether this program can use TCP.
+inline constexpr bool has_tcp =
+#if defined(GCL_PROGRAM_TCP)
+    true;
+#else
+    false;
+#endif
+
+/// Adds `-t/--transport` to `app`, storing the name in `name` ("" when not given).
+inline CLI::Option* add_transport_option(CLI::App& app, std::string& name) {
+  return app
+      .add_option("-t,--transport", name,
+                  "inproc (threads of this process), shm (processes of one host through shared "
+                  "memory) or tcp (processes over sockets, any hosts); alone, shm and tcp run "
+                  "the ranks as threads over that transport. Default: tcp when started by a "
+                  "launcher (gcl-launch, torchrun, mpirun, srun), else inproc")
+      ->check(CLI::IsMember({"inproc", "shm", "tcp"}));
+}
+
+/// Sets the default transport in `name` and refuses what cannot work; returns the error line's
+/// text, or "" to go on. `world_size_given`: -p was on the command line (under a launcher it
+/// must then match the launcher's size). `what`: what each process would do alone ("run",
+/// "train"), for the message.
+inline std::string resolve_transport(std::string& name, std::optional<launcher_job> const& job,
+                                     int world_size, bool world_size_given,
+                                     std::string const& what = "run") {
+  bool const launched = job && job->size > 1;
+  if (name.empty()) name = launched ? (has_tcp ? "tcp" : "shm") : "inproc";
+  if (launched && name == "inproc")
+    return "--transport inproc: started as one of " + std::to_string(job->size) +
+           " processes by a launcher (" + job->variable + "=" + std::to_string(job->size) +
+           "), each would " + what +
+           " a world of its own; use --transport shm or tcp (the default under a launcher), or "
+           "run without the launcher";
+  if (name == "tcp" && !has_tcp)
+    return "--transport tcp: this build has no TCP transport (it needs Boost.Asio, Debian "
+           "libboost-dev); --transport shm runs processes of one host";
+  if (launched && world_size_given && world_size != job->size)
+    return "--world-size " + std::to_string(world_size) + " but the launcher started " +
+           std::to_string(job->size) + " ranks (" + job->variable + ")";
+  return {};
+}
+
+namespace detail {
+template <class Transport, class Options, class F>
+auto run_threads(int n, F& f, std::chrono::milliseconds timeout) {
+  Options o;
+  o.timeout = timeout;
+  return gcl::spawn<Transport>(n, f, o);
+}
+
+// This process is one rank of a launcher's job: the transport from the environment.
+template <class Transport, class Options, class F>
+auto run_process(F& f, std::chrono::milliseconds timeout) {
+  auto o = Options::from_env();
+  // A timeout given on the command line bounds a failing run, unless GCL_TIMEOUT says otherwise.
+  if (!std::getenv("GCL_TIMEOUT")) o.timeout = timeout;
+  gcl::communicator comm{Transport(o)};
+  using result = std::invoke_result_t<F&, decltype(comm)&>;
+  if constexpr (std::is_void_v<result>)
+    f(comm);
+  else
+    return std::vector<result>{f(comm)};
+}
+
+template <class Transport, class Options, class F>
+auto run(std::optional<launcher_job> const& job, int n, F& f, std::chrono::milliseconds timeout) {
+  if (job) return run_process<Transport, Options>(f, timeout);
+  return run_threads<Transport, Options>(n, f, timeout);
+}
+}  // namespace detail
+
+/// Runs `f(comm)` on the ranks of the transport `name` (resolved by `resolve_transport`) that
+/// live in this process: all `world_size` of them as threads when no launcher started it, this
+/// process's one rank under a launcher. Returns their results in rank order (one element under
+/// a launcher: this rank's), or nothing if `f` returns nothing. `f` must return the same type
+/// on every transport. Errors are thrown, as by the transports.
+template <class F>
+auto run_ranks(std::string const& name, std::optional<launcher_job> const& job, int world_size,
+               std::chrono::milliseconds timeout, F&& f) {
+  if (name == "shm") return detail::run<gcl::shm_transport, gcl::shm_options>(job, world_size, f, timeout);
+#if defined(GCL_PROGRAM_TCP)
+  if (name == "tcp") return detail::run<gcl::tcp_transport, gcl::tcp_options>(job, world_size, f, timeout);
+#endif
+  if (job && job->size > 1)  // resolve_transport refuses this; never run P worlds silently
+    throw gcl::usage_error("--transport " + name + " cannot run under a launcher");
+  return detail::run_threads<gcl::inproc_transport, gcl::inproc_options>(world_size, f, timeout);
+}
+
+}  // namespace gcl_cli
