@@ -1,20 +1,23 @@
 #pragma once
 /// \file
 /// The one rule by which gcl's programs (examples, benchmarks, trainer) choose a transport:
-/// `-t/--transport inproc|shm|tcp`, checked against how the process was started, and
+/// `-t/--transport auto|inproc|shm|tcp`, checked against how the process was started, and
 /// `run_ranks`, which runs a function on every rank of the chosen transport that lives in this
 /// process.
 ///
-/// | --transport | started alone (no launcher)           | started by a launcher of P ranks     |
-/// |-------------|---------------------------------------|--------------------------------------|
-/// | inproc      | P threads, through memory (default)   | refused: P separate worlds           |
-/// | shm         | P threads over one shared segment     | this process is one rank; all P on   |
-/// |             |                                       | this host, through shared memory     |
-/// | tcp         | P threads over loopback sockets       | this process is one rank (default)   |
+/// | --transport | started alone (no launcher)           | started by a launcher of P ranks      |
+/// |-------------|---------------------------------------|---------------------------------------|
+/// | auto        | P threads over shared memory          | this process is one rank: shared      |
+/// |             |                                       | memory to ranks of its host, TCP to   |
+/// |             |                                       | the others (hybrid_transport; default)|
+/// | inproc      | P threads, through memory (default)   | refused: P separate worlds            |
+/// | shm         | P threads over one shared segment     | one rank; all P on this host          |
+/// | tcp         | P threads over loopback sockets       | one rank; TCP to every peer           |
 ///
 /// A launcher is gcl-launch, torchrun, mpirun or srun: rank and world-size variables are set
-/// (`launcher_world()`). tcp exists when the program is linked to gcl::tcp (Boost.Asio), which
-/// its CMake target says by defining GCL_PROGRAM_TCP. See doc/cli.md.
+/// (`launcher_world()`). auto and tcp exist when the program is linked to gcl::tcp (Boost.Asio),
+/// which its CMake target says by defining GCL_PROGRAM_TCP; without it the default under a
+/// launcher is shm. See doc/cli.md.
 ///
 /// Not part of the library: for gcl's programs only.
 
@@ -22,6 +25,7 @@
 #include <gcl/transport/inproc.hpp>
 #include <gcl/transport/shm.hpp>
 #if defined(GCL_PROGRAM_TCP)
+#include <gcl/transport/hybrid.hpp>
 #include <gcl/transport/tcp.hpp>
 #endif
 
@@ -48,11 +52,12 @@ inline constexpr bool has_tcp =
 inline CLI::Option* add_transport_option(CLI::App& app, std::string& name) {
   return app
       .add_option("-t,--transport", name,
-                  "inproc (threads of this process), shm (processes of one host through shared "
-                  "memory) or tcp (processes over sockets, any hosts); alone, shm and tcp run "
-                  "the ranks as threads over that transport. Default: tcp when started by a "
+                  "auto (processes: shared memory within a host, TCP between hosts), inproc "
+                  "(threads of this process), shm (processes of one host, shared memory) or tcp "
+                  "(processes, TCP to every peer); started alone, auto, shm and tcp run the "
+                  "ranks as threads over that transport. Default: auto when started by a "
                   "launcher (gcl-launch, torchrun, mpirun, srun), else inproc")
-      ->check(CLI::IsMember({"inproc", "shm", "tcp"}));
+      ->check(CLI::IsMember({"auto", "inproc", "shm", "tcp"}));
 }
 
 /// Sets the default transport in `name` and refuses what cannot work; returns the error line's
@@ -63,16 +68,17 @@ inline std::string resolve_transport(std::string& name, std::optional<launcher_j
                                      int world_size, bool world_size_given,
                                      std::string const& what = "run") {
   bool const launched = job && job->size > 1;
-  if (name.empty()) name = launched ? (has_tcp ? "tcp" : "shm") : "inproc";
+  if (name.empty()) name = launched ? (has_tcp ? "auto" : "shm") : "inproc";
   if (launched && name == "inproc")
     return "--transport inproc: started as one of " + std::to_string(job->size) +
            " processes by a launcher (" + job->variable + "=" + std::to_string(job->size) +
            "), each would " + what +
-           " a world of its own; use --transport shm or tcp (the default under a launcher), or "
-           "run without the launcher";
-  if (name == "tcp" && !has_tcp)
-    return "--transport tcp: this build has no TCP transport (it needs Boost.Asio, Debian "
-           "libboost-dev); --transport shm runs processes of one host";
+           " a world of its own; use --transport auto (the default under a launcher), shm or "
+           "tcp, or run without the launcher";
+  if ((name == "tcp" || name == "auto") && !has_tcp)
+    return "--transport " + name +
+           ": this build has no TCP transport (it needs Boost.Asio, Debian libboost-dev); "
+           "--transport shm runs processes of one host";
   if (launched && world_size_given && world_size != job->size)
     return "--world-size " + std::to_string(world_size) + " but the launcher started " +
            std::to_string(job->size) + " ranks (" + job->variable + ")";
@@ -80,10 +86,18 @@ inline std::string resolve_transport(std::string& name, std::optional<launcher_j
 }
 
 namespace detail {
+template <class Options>
+void set_timeout(Options& o, std::chrono::milliseconds t) {
+  if constexpr (requires { o.tcp.timeout; })
+    o.tcp.timeout = t;  // hybrid_options: the one timeout of both sides
+  else
+    o.timeout = t;
+}
+
 template <class Transport, class Options, class F>
 auto run_threads(int n, F& f, std::chrono::milliseconds timeout) {
   Options o;
-  o.timeout = timeout;
+  set_timeout(o, timeout);
   return gcl::spawn<Transport>(n, f, o);
 }
 
@@ -92,7 +106,7 @@ template <class Transport, class Options, class F>
 auto run_process(F& f, std::chrono::milliseconds timeout) {
   auto o = Options::from_env();
   // A timeout given on the command line bounds a failing run, unless GCL_TIMEOUT says otherwise.
-  if (!std::getenv("GCL_TIMEOUT")) o.timeout = timeout;
+  if (!std::getenv("GCL_TIMEOUT")) set_timeout(o, timeout);
   gcl::communicator comm{Transport(o)};
   using result = std::invoke_result_t<F&, decltype(comm)&>;
   if constexpr (std::is_void_v<result>)
@@ -118,6 +132,7 @@ auto run_ranks(std::string const& name, std::optional<launcher_job> const& job, 
                std::chrono::milliseconds timeout, F&& f) {
   if (name == "shm") return detail::run<gcl::shm_transport, gcl::shm_options>(job, world_size, f, timeout);
 #if defined(GCL_PROGRAM_TCP)
+  if (name == "auto") return detail::run<gcl::hybrid_transport, gcl::hybrid_options>(job, world_size, f, timeout);
   if (name == "tcp") return detail::run<gcl::tcp_transport, gcl::tcp_options>(job, world_size, f, timeout);
 #endif
   if (job && job->size > 1)  // resolve_transport refuses this; never run P worlds silently

@@ -202,7 +202,8 @@ int main(int argc, char** argv) {
     std::string const how = std::string(job ? "processes" : "threads") +
                             (transport == "inproc" ? " of this process"
                              : transport == "shm"  ? " over shared memory"
-                                                   : " over tcp");
+                             : transport == "tcp"  ? " over tcp"
+                                                   : ", shared memory within a host, tcp between");
     auto header = [&](int n) {
       std::printf(
           "train_lenet5: %d rank%s (%s), all_reduce %s, sync %s, optimizer %s, lr %g, batch %d "
@@ -218,7 +219,11 @@ int main(int argc, char** argv) {
           return lenet5::train(comm, data, cfg);
         });
     if (job) {  // this process is one rank; rank 0 speaks for the job
-      if (job->rank == 0) summary(cfg, job->size, results[0]);
+      if (job->rank == 0) {
+        std::printf("final parameters of rank 0: hash %016llx\n",
+                    static_cast<unsigned long long>(lenet5::parameter_hash(results[0].parameters)));
+        summary(cfg, job->size, results[0]);
+      }
     } else {
       if (!same_final_parameters(results)) return 2;
       std::printf("final parameters bit-identical on all %d rank(s) (hash %016llx)\n", world,

@@ -37,11 +37,11 @@ PY
 check_csv "$tmp/inproc.csv"
 "$sweep" -p 2 "${small[@]}" --json --label "$label" >"$tmp/inproc.json" || fail "inproc --json failed"
 check_json "$tmp/inproc.json"
-# Under the launcher: tcp by default (a launcher started it), stdout as the ranks print it.
+# Under the launcher: auto by default (a launcher started it), stdout as the ranks print it.
 "$src/tools/gcl-launch" -p 2 --timeout 60 -- "$sweep" "${small[@]}" --csv --label "$label" \
   >"$tmp/tcp.csv" || fail "gcl-launch --csv failed"
 check_csv "$tmp/tcp.csv"
-grep -q ',gcl tcp,' "$tmp/tcp.csv" || fail "under gcl-launch the sweep did not use tcp: $(cat "$tmp/tcp.csv")"
+grep -q ',gcl auto,' "$tmp/tcp.csv" || fail "under gcl-launch the sweep did not use auto (the default there): $(cat "$tmp/tcp.csv")"
 "$src/tools/gcl-launch" -p 2 --timeout 60 -- "$sweep" "${small[@]}" --json --label "$label" \
   >"$tmp/tcp.json" || fail "gcl-launch --json failed"
 check_json "$tmp/tcp.json"

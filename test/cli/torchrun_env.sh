@@ -4,7 +4,8 @@
 #     MASTER_PORT (Python, no gcl) meets on MASTER_ADDR:MASTER_PORT: rank 0 listens, the others
 #     connect and say who they are; rank 0 must hear ranks 1..3, each once.
 #  2. hello with every GCL_* variable removed: tcp_options::from_env reads torchrun's variables,
-#     and the transport is tcp without --transport (a launcher started it): 4 greetings, in order.
+#     and without --transport the transport is auto (a launcher started it: shared memory here,
+#     TCP to other hosts): 4 greetings, in order.
 #  3. Never two silent worlds: under a launcher, --transport inproc is refused with one line;
 #     and with Open MPI's rank variables but no MASTER_ADDR, hello stops and says what is missing.
 #
