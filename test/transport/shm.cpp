@@ -100,6 +100,14 @@ BOOST_AUTO_TEST_CASE(options_from_the_environment) {
   env.erase("GCL_SHM_CMA");
   env["GCL_SHM_RING_BYTES"] = "65536";
   BOOST_TEST(gcl::shm_options::from_env(get).ring_size() == 65536u);
+  // Ranks that outnumber the cores still poll before they sleep (tcp would not): yielding lets
+  // the ranks that share a core take turns. GCL_SPIN_US decides when set.
+  env["LOCAL_WORLD_SIZE"] = "4096";
+  BOOST_TEST(gcl::shm_options::from_env(get).spin.count() == 50);
+  env["GCL_SPIN_US"] = "0";
+  BOOST_TEST(gcl::shm_options::from_env(get).spin.count() == 0);
+  env["GCL_SPIN_US"] = "700";
+  BOOST_TEST(gcl::shm_options::from_env(get).spin.count() == 700);
   gcl::shm_options no_token;
   no_token.rank = 1;
   no_token.size = 2;

@@ -304,7 +304,7 @@ class hybrid_transport {
       so.token = token;
       so.token_source = o.tcp.token_source;
       so.timeout = o.tcp.timeout;
-      so.spin = o.tcp.spin;
+      so.spin = o.shm_spin;
       so.ring_bytes = o.shm_ring_bytes;
       so.offer_bytes = o.shm_offer_bytes;
       so.cross_memory_attach = o.shm_cross_memory_attach;

@@ -4,6 +4,7 @@
 /// timeout, the job token), what `shm_options` adds, and which transport to use:
 /// `GCL_TRANSPORT` = auto (shared memory to ranks of this host, TCP to the others), tcp or shm.
 
+#include <chrono>
 #include <cstddef>
 #include <cstdlib>
 #include <string>
@@ -37,6 +38,9 @@ struct hybrid_options {
   /// Messages of at least this size between ranks of one host are copied once, straight from
   /// the sender's memory, where the kernel allows it (`shm_options::offer_bytes`).
   std::size_t shm_offer_bytes = 64 * 1024;
+  /// How long a wait on the shm side polls before it sleeps (`shm_options::spin`; `tcp.spin`
+  /// is the TCP side's).
+  std::chrono::microseconds shm_spin = shm_options{}.spin;
   /// `GCL_SHM_CMA=0`: never copy with process_vm_readv.
   bool shm_cross_memory_attach = true;
   /// For tests whose ranks are threads of one process: rank r behaves as if it ran on host
@@ -87,6 +91,7 @@ struct hybrid_options {
       });
     }
     o.shm_ring_bytes = s.ring_bytes;
+    o.shm_spin = s.spin;
     o.shm_cross_memory_attach = s.cross_memory_attach;
     return o;
   }
