@@ -8,6 +8,7 @@
 #include <cstring>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 using gcl::dtype;
 using gcl::dtype_of;
@@ -42,8 +43,35 @@ BOOST_AUTO_TEST_CASE(every_name_is_distinct) {
   for (int i = 0; i <= static_cast<int>(dtype::other); ++i)
     for (int j = 0; j < i; ++j)
       BOOST_TEST(gcl::name_of(static_cast<dtype>(i)) != gcl::name_of(static_cast<dtype>(j)));
-  for (int i = 0; i <= static_cast<int>(gcl::call_kind::calibrate); ++i)
+  for (int i = 0; i <= static_cast<int>(gcl::last_call_kind); ++i) {
     BOOST_TEST(!gcl::name_of(static_cast<gcl::call_kind>(i)).empty());
+    for (int j = 0; j < i; ++j)
+      BOOST_TEST(gcl::name_of(static_cast<gcl::call_kind>(i)) !=
+                 gcl::name_of(static_cast<gcl::call_kind>(j)));
+  }
+  BOOST_TEST(gcl::name_of(gcl::call_kind::exscan) == "exscan");
+}
+
+BOOST_AUTO_TEST_CASE(counts_digest_tells_counts_apart) {
+  std::vector<std::size_t> a{1, 2, 3}, b{2, 1, 3}, c{1, 2, 3, 0}, d{1, 2, 3};
+  BOOST_TEST(gcl::counts_digest(a) == gcl::counts_digest(d));
+  BOOST_TEST(gcl::counts_digest(a) != gcl::counts_digest(b));  // order matters
+  BOOST_TEST(gcl::counts_digest(a) != gcl::counts_digest(c));  // so does a trailing 0
+  BOOST_TEST(gcl::counts_digest(std::vector<std::size_t>{}) !=
+             gcl::counts_digest(std::vector<std::size_t>{0}));
+}
+
+BOOST_AUTO_TEST_CASE(describe_says_variable_counts) {
+  auto c = gcl::make_call_info<int>(gcl::call_kind::gatherv, 0x0123456789abcdefu, 0, "", "direct");
+  c.sequence = 4;
+  BOOST_TEST(gcl::describe(c) ==
+             "gatherv #4 (direct, counts digest 0123456789abcdef of int32, root 0)");
+  auto v = gcl::make_call_info<float>(gcl::call_kind::all_to_allv, 0, -1, "", "direct");
+  v.sequence = 2;
+  BOOST_TEST(gcl::describe(v) == "all_to_allv #2 (direct, per-rank counts of float32)");
+  BOOST_TEST(gcl::has_variable_counts(gcl::call_kind::reduce_scatterv));
+  BOOST_TEST(!gcl::has_variable_counts(gcl::call_kind::reduce_scatter));
+  BOOST_TEST(!gcl::has_variable_counts(gcl::call_kind::scan));
 }
 
 BOOST_AUTO_TEST_CASE(make_call_info_fills_every_field) {

@@ -37,7 +37,25 @@ enum class call_kind : std::uint8_t {
   all_to_all,
   barrier,
   calibrate,
+  gatherv,
+  scatterv,
+  all_gatherv,
+  all_to_allv,
+  reduce_scatterv,
+  scan,
+  exscan,
 };
+
+/// The last `call_kind`: what a decoder of the wire accepts.
+inline constexpr call_kind last_call_kind = call_kind::exscan;
+
+/// Collectives whose ranks pass per-rank counts (gatherv, ...). Their `call_info::count` is not
+/// a number of elements: it is `counts_digest` of the counts every rank passes (all_to_allv,
+/// whose ranks pass different counts, has 0 and relies on the size check of every message).
+constexpr bool has_variable_counts(call_kind k) noexcept {
+  return k == call_kind::gatherv || k == call_kind::scatterv || k == call_kind::all_gatherv ||
+         k == call_kind::all_to_allv || k == call_kind::reduce_scatterv;
+}
 
 /// The element type of a collective, as far as the wire needs to know it.
 enum class dtype : std::uint8_t {
@@ -98,9 +116,10 @@ constexpr std::string_view name_of(dtype t) noexcept {
   return names[static_cast<int>(t)];
 }
 constexpr std::string_view name_of(call_kind k) noexcept {
-  constexpr std::string_view names[] = {"send/recv",      "all_reduce", "reduce",   "broadcast",
-                                        "reduce_scatter", "all_gather", "gather",   "scatter",
-                                        "all_to_all",     "barrier",    "calibrate"};
+  constexpr std::string_view names[] = {
+      "send/recv", "all_reduce",  "reduce",      "broadcast",       "reduce_scatter", "all_gather",
+      "gather",    "scatter",     "all_to_all",  "barrier",         "calibrate",      "gatherv",
+      "scatterv",  "all_gatherv", "all_to_allv", "reduce_scatterv", "scan",           "exscan"};
   return names[static_cast<int>(k)];
 }
 
@@ -112,7 +131,8 @@ struct call_info {
   std::uint16_t element_size = 1;
   std::int32_t root = -1;      ///< -1 where the collective has no root
   std::uint64_t sequence = 0;  ///< 1 for the communicator's first collective, 2 for the next...
-  std::uint64_t count = 0;     ///< elements per rank, as the collective defines it
+  std::uint64_t count = 0;     ///< elements per rank, as the collective defines it (see
+                               ///< `has_variable_counts` for the exceptions)
   char op[12] = {};            ///< operator name, "sum", or "custom" for a user callable
   char algorithm[20] = {};     ///< algorithm name, "ring", "tree", ...
 
@@ -147,6 +167,23 @@ constexpr call_info make_call_info(call_kind kind, std::uint64_t count, int root
   return c;
 }
 
+/// A 64-bit digest of the per-rank counts of a variable-count collective (FNV-1a over the
+/// counts, then mixed): ranks that pass different counts put different digests in their
+/// `call_info::count`, so they fail on their first message to each other.
+template <class Counts>
+constexpr std::uint64_t counts_digest(Counts const& counts) noexcept {
+  std::uint64_t h = 0xcbf29ce484222325u;
+  for (auto c : counts) {
+    auto v = static_cast<std::uint64_t>(c);
+    for (int b = 0; b < 8; ++b) {
+      h ^= (v >> (8 * b)) & 0xffu;
+      h *= 0x100000001b3u;
+    }
+  }
+  h ^= h >> 33;
+  return h;
+}
+
 /// "all_reduce #3 (ring, sum, 1000 x float32)" or "send/recv": for error messages.
 inline std::string describe(call_info const& c) {
   if (c.kind == call_kind::point_to_point) return std::string(name_of(c.kind));
@@ -159,7 +196,17 @@ inline std::string describe(call_info const& c) {
   s += c.algorithm;
   s += ", ";
   if (c.op[0] != '\0') s += std::string(c.op) + ", ";
-  s += std::to_string(c.count) + " x " + std::string(name_of(c.type));
+  if (c.kind == call_kind::all_to_allv) {
+    s += "per-rank counts of ";
+  } else if (has_variable_counts(c.kind)) {
+    s += "counts digest ";
+    constexpr char hex[] = "0123456789abcdef";
+    for (int shift = 60; shift >= 0; shift -= 4) s += hex[(c.count >> shift) & 0xfu];
+    s += " of ";
+  } else {
+    s += std::to_string(c.count) + " x ";
+  }
+  s += std::string(name_of(c.type));
   if (c.type == dtype::other) s += "[" + std::to_string(c.element_size) + " B]";
   if (c.root >= 0) s += ", root " + std::to_string(c.root);
   return s + ")";

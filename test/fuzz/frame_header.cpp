@@ -28,7 +28,7 @@ extern "C" int LLVMFuzzerTestOneInput(std::uint8_t const* data, std::size_t size
   GCL_FUZZ_CHECK(h.type == frame_type::data || h.type == frame_type::bye ||
                  h.type == frame_type::abort || h.type == frame_type::status_query ||
                  h.type == frame_type::status_reply);
-  GCL_FUZZ_CHECK(h.call.kind <= gcl::call_kind::calibrate && h.call.type <= gcl::dtype::other);
+  GCL_FUZZ_CHECK(h.call.kind <= gcl::last_call_kind && h.call.type <= gcl::dtype::other);
   GCL_FUZZ_CHECK(std::memchr(h.call.op, 0, sizeof h.call.op) != nullptr);
   GCL_FUZZ_CHECK(std::memchr(h.call.algorithm, 0, sizeof h.call.algorithm) != nullptr);
 

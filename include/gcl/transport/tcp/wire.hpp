@@ -158,7 +158,7 @@ inline decoded<frame_header> decode_frame_header(std::span<std::byte const> b) {
   h.tag = get<std::uint32_t>(p + 8);
   h.source = get<std::int32_t>(p + 12);
   auto kind = get<std::uint8_t>(p + 16);
-  if (kind > static_cast<std::uint8_t>(call_kind::calibrate))
+  if (kind > static_cast<std::uint8_t>(last_call_kind))
     return refused_bytes<frame_header>("unknown call kind " + std::to_string(kind));
   h.call.kind = static_cast<call_kind>(kind);
   auto element = get<std::uint8_t>(p + 17);
@@ -185,6 +185,8 @@ inline decoded<frame_header> decode_frame_header(std::span<std::byte const> b) {
 // and at least control_message_allowance.
 inline std::uint64_t frame_length_limit(call_info const& c, int world_size) noexcept {
   constexpr auto max = std::numeric_limits<std::uint64_t>::max();
+  // A variable-count collective's count is a digest, not a size: no bound but the receiver's.
+  if (has_variable_counts(c.kind)) return max;
   std::uint64_t const n = c.count, e = c.element_size;
   std::uint64_t const p = world_size > 0 ? static_cast<std::uint64_t>(world_size) : 0;
   std::uint64_t bytes = max;
