@@ -1,4 +1,5 @@
 #define BOOST_TEST_MODULE collective_reduce_scatter
+#include <gcl/algorithm/direct.hpp>
 #include <gcl/algorithm/ring.hpp>
 #include <gcl/collective/reduce_scatter.hpp>
 
@@ -6,7 +7,7 @@
 
 using namespace gcl_test;
 
-template <class T>
+template <class T, class Alg = gcl::ring>
 void sweep() {
   for (int p : world_sizes)
     for (std::size_t n : lengths(p))
@@ -18,7 +19,7 @@ void sweep() {
         std::vector<T> out(gcl::reduce_scatter_size(n, comm.rank(), p)), want(size, T{});
         for (std::size_t i = 0; i < size; ++i)
           for (int r = 0; r < p; ++r) want[i] += value<T>(r, off + i);
-        gcl::reduce_scatter(comm, in, out, gcl::sum{}, gcl::ring{});
+        gcl::reduce_scatter(comm, in, out, gcl::sum{}, Alg{});
         return diff(out, want) + diff(in, copy);  // `in` is left unchanged
       });
 }
@@ -28,6 +29,44 @@ BOOST_AUTO_TEST_CASE(float_every_size) {
 }
 BOOST_AUTO_TEST_CASE(int_every_size) {
   sweep<int>();
+}
+
+BOOST_AUTO_TEST_CASE(direct_int_every_size) {
+  sweep<int, gcl::direct>();
+}
+
+BOOST_AUTO_TEST_CASE(direct_keeps_rank_order_for_a_non_commutative_operator) {
+  // The ring needs a commutative operator; direct folds chunk r on rank r in rank order.
+  for (int p : world_sizes)
+    for (std::size_t n : lengths(p, 1001))
+      run(p, "P=" + std::to_string(p) + " n=" + std::to_string(n), [&](auto& comm) {
+        std::vector<affine> in(n);
+        for (std::size_t i = 0; i < n; ++i) in[i] = affine_value(comm.rank(), i);
+        gcl::detail::chunk_layout layout{n, p};
+        std::size_t off = layout.offset(comm.rank()), size = layout.size(comm.rank());
+        std::vector<affine> out(size), want(size);
+        for (std::size_t i = 0; i < size; ++i) {
+          want[i] = affine_value(0, off + i);
+          for (int r = 1; r < p; ++r) want[i] = compose{}(want[i], affine_value(r, off + i));
+        }
+        gcl::reduce_scatter(comm, in, out, compose{}, gcl::direct{});
+        return diff(out, want);
+      });
+}
+
+BOOST_AUTO_TEST_CASE(direct_messages_are_those_of_doc_algorithms_md) {
+  // P (P - 1) messages of one chunk each, empty chunks included.
+  for (int p : world_sizes) {
+    auto stats = gcl::spawn<gcl::counting<gcl::inproc_transport>>(p, [](auto& comm) {
+      std::vector<int> in(3), out(gcl::reduce_scatter_size(3, comm.rank(), comm.size()));
+      gcl::reduce_scatter(comm, in, out, gcl::sum{}, gcl::direct{});
+      return comm.transport().stats();
+    });
+    gcl::transport_stats total;
+    for (auto const& s : stats) total += s;
+    BOOST_TEST(total.messages_sent == static_cast<std::uint64_t>(p * (p - 1)), "P=" << p);
+    BOOST_TEST(total.bytes_sent == static_cast<std::uint64_t>(p - 1) * 3 * sizeof(int), "P=" << p);
+  }
 }
 
 BOOST_AUTO_TEST_CASE(uneven_chunk_sizes_are_documented_ones) {

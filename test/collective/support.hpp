@@ -8,10 +8,17 @@
 
 #include <gcl/error.hpp>
 #include <gcl/spawn.hpp>
+#include <gcl/stats.hpp>
 #include <gcl/transport/inproc.hpp>
+#if defined(GCL_TEST_TCP)
+#include <gcl/transport/tcp.hpp>
+#endif
 
 #include <algorithm>
+#include <chrono>
 #include <cstddef>
+#include <cstdint>
+#include <ostream>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -103,6 +110,81 @@ inline void check_names_two_ranks(std::string const& what, int odd_rank) {
   BOOST_TEST(what.find("rank " + std::to_string(odd_rank)) != std::string::npos, what);
   std::size_t first = what.find("rank "), second = what.find("rank ", first + 1);
   BOOST_TEST((first != std::string::npos && second != std::string::npos), what);
+}
+
+/// Like `run`, over every transport: inproc, the archetype, counting<inproc_transport> and,
+/// where the test is built with GCL_TEST_TCP, TCP over loopback. Each is a new world, so `f`
+/// should sweep its cases inside one call rather than be called once per case.
+template <class F>
+void run_everywhere(int p, std::string const& context, F f) {
+  auto check = [&](std::vector<std::string> const& errors, char const* over) {
+    for (int r = 0; r < p; ++r)
+      BOOST_TEST(errors[static_cast<std::size_t>(r)].empty(),
+                 context << over << " rank " << r << ": " << errors[static_cast<std::size_t>(r)]);
+  };
+  run(p, context, f);
+  check(gcl::spawn<gcl::counting<gcl::inproc_transport>>(p, f), " (counting)");
+#if defined(GCL_TEST_TCP)
+  gcl::tcp_options o;
+  o.timeout = std::chrono::seconds{30};
+  check(gcl::spawn<gcl::tcp_transport>(p, f, o), " (tcp)");
+#endif
+}
+
+/// Runs f on p ranks over `Transport`, expecting spawn to rethrow a transport_error of code
+/// mismatch; returns what() ("" and a failed check if nothing or something else was thrown).
+template <class Transport, class F>
+std::string expect_mismatch_over(int p, F f) {
+  typename Transport::options o;
+  o.timeout = std::chrono::seconds{20};
+  try {
+    gcl::spawn<Transport>(p, f, o);
+  } catch (gcl::transport_error const& e) {
+    BOOST_TEST((e.code() == gcl::errc::mismatch), "P=" << p << ": " << e.what());
+    return e.what();
+  }
+  BOOST_TEST(false, "P=" << p << ": ranks passing different counts did not fail");
+  return "";
+}
+
+/// Counts of a variable-count collective on p ranks to sweep: all zero, equal, rank r's r
+/// (rank 0 has none), several ranks with none, and one large block among small ones.
+inline std::vector<std::vector<std::size_t>> count_patterns(int p) {
+  auto const up = static_cast<std::size_t>(p);
+  std::vector<std::vector<std::size_t>> all(5, std::vector<std::size_t>(up));
+  for (std::size_t r = 0; r < up; ++r) {
+    all[0][r] = 0;
+    all[1][r] = 3;
+    all[2][r] = r;
+    all[3][r] = r % 3 == 1 ? 0 : 2 * r + 1;
+    all[4][r] = r == up / 2 ? 1001 : r % 2;
+  }
+  return all;
+}
+
+/// "{0, 3, 1}", for contexts.
+inline std::string text(std::vector<std::size_t> const& counts) {
+  std::string s = "{";
+  for (std::size_t i = 0; i < counts.size(); ++i)
+    s += (i == 0 ? "" : ", ") + std::to_string(counts[i]);
+  return s + "}";
+}
+
+/// What a non-commutative (associative) operator is tested with, exactly: affine maps
+/// x -> a x + b, combined by `compose` (f, then g), which is not commutative.
+struct affine {
+  std::int64_t a = 1, b = 0;
+  bool operator==(affine const&) const = default;
+};
+inline std::ostream& operator<<(std::ostream& s, affine const& f) {
+  return s << "(" << f.a << ", " << f.b << ")";
+}
+struct compose {
+  affine operator()(affine const& f, affine const& g) const { return {g.a * f.a, g.a * f.b + g.b}; }
+};
+/// Element i of rank r's data: a in {1, 2}, so that P <= 8 compositions stay small.
+inline affine affine_value(int r, std::size_t i) {
+  return {r % 2 + 1, static_cast<std::int64_t>(r) + static_cast<std::int64_t>(i % 5)};
 }
 
 }  // namespace gcl_test

@@ -2,7 +2,9 @@
 /// \file
 /// `gcl::direct`: every rank talks to every other rank directly. all_to_all (pairwise
 /// exchange) and all_reduce (all-to-all data parallelism: every rank sends its whole vector to
-/// every other rank and reduces locally, in rank order).
+/// every other rank and reduces locally, in rank order), and the variable-count collectives
+/// (gatherv, scatterv, all_gatherv, all_to_allv, reduce_scatterv) and reduce_scatter, which
+/// fold in rank order, so non-commutative operators work.
 
 #include <algorithm>
 #include <cstddef>
@@ -115,6 +117,113 @@ struct direct {
     std::ranges::copy(acc, data.begin());
   }
 
+  /// Chunk r (of `detail::chunk_layout`) of every rank's `in` goes to rank r, which folds the P
+  /// chunks in rank order: `P (P - 1)` messages of one chunk in one round, exact for
+  /// non-commutative operators (the ring reorders them).
+  template <class Comm, class T, class Op>
+  void reduce_scatter(Comm& comm, std::span<T const> in, std::span<T> out, Op const& op) const {
+    int const p = comm.size();
+    detail::chunk_layout const chunks{in.size(), p};
+    auto counts = comm.template scratch<std::size_t>(static_cast<std::size_t>(p), 2);
+    for (int r = 0; r < p; ++r) counts[static_cast<std::size_t>(r)] = chunks.size(r);
+    reduce_scatterv(comm, in, out, std::span<std::size_t const>(counts), op);
+  }
+
+  /// Block r of every rank's `in` (`counts[r]` elements, blocks in rank order) goes to rank r,
+  /// which folds the P blocks in rank order into `out`. Every rank sends its P - 1 other blocks
+  /// (empty ones too): `P (P - 1)` messages in one round.
+  template <class Comm, class T, class Op>
+  void reduce_scatterv(Comm& comm, std::span<T const> in, std::span<T> out,
+                       std::span<std::size_t const> counts, Op const& op) const {
+    int const p = comm.size(), n = comm.rank();
+    auto off = offsets(comm, counts);
+    auto block = [&](int r) { return in.subspan(off[r], counts[r]); };
+    for (int k = 1; k < p; ++k) {
+      int const to = detail::mod(n + k, p);
+      comm.send(to, block(to), detail::collective_tag);
+    }
+    auto mine = block(n);
+    auto tmp = comm.template scratch<T>(out.size(), 0);
+    if (n == 0)
+      std::ranges::copy(mine, out.begin());
+    else
+      comm.recv(0, out, detail::collective_tag);
+    for (int r = 1; r < p; ++r) {
+      if (r == n) {
+        detail::reduce_into(out.data(), mine.data(), out.size(), op);
+      } else {
+        comm.recv(r, tmp, detail::collective_tag);
+        detail::reduce_into(out.data(), tmp.data(), out.size(), op);
+      }
+    }
+  }
+
+  /// Every other rank sends its `in` (`counts[rank]` elements, possibly none) to `root`, which
+  /// places rank r's at offset `counts[0] + ... + counts[r - 1]` of `out`: `P - 1` messages.
+  template <class Comm, class T>
+  void gatherv(Comm& comm, std::span<T const> in, std::span<T> out,
+               std::span<std::size_t const> counts, int root) const {
+    int const p = comm.size(), n = comm.rank();
+    if (n != root) return comm.send(root, in, detail::collective_tag);
+    auto off = offsets(comm, counts);
+    for (int r = 0; r < p; ++r) {
+      auto dst = out.subspan(off[r], counts[r]);
+      if (r == root)
+        std::ranges::copy(in, dst.begin());
+      else
+        comm.recv(r, dst, detail::collective_tag);
+    }
+  }
+
+  /// `root` sends block r of `in` (`counts[r]` elements at offset `counts[0] + ... +
+  /// counts[r - 1]`, possibly none) to each other rank r: `P - 1` messages.
+  template <class Comm, class T>
+  void scatterv(Comm& comm, std::span<T const> in, std::span<T> out,
+                std::span<std::size_t const> counts, int root) const {
+    int const p = comm.size(), n = comm.rank();
+    if (n != root) return comm.recv(root, out, detail::collective_tag);
+    auto off = offsets(comm, counts);
+    for (int k = 1; k < p; ++k) {
+      int const to = detail::mod(n + k, p);
+      comm.send(to, in.subspan(off[to], counts[to]), detail::collective_tag);
+    }
+    std::ranges::copy(in.subspan(off[n], counts[n]), out.begin());
+  }
+
+  /// Every rank sends its `in` (`counts[rank]` elements) to the P - 1 others, and places rank
+  /// r's at offset `counts[0] + ... + counts[r - 1]` of `out`: `P (P - 1)` messages.
+  template <class Comm, class T>
+  void all_gatherv(Comm& comm, std::span<T const> in, std::span<T> out,
+                   std::span<std::size_t const> counts) const {
+    int const p = comm.size(), n = comm.rank();
+    auto off = offsets(comm, counts);
+    for (int k = 1; k < p; ++k) comm.send(detail::mod(n + k, p), in, detail::collective_tag);
+    std::ranges::copy(in, out.begin() + static_cast<std::ptrdiff_t>(off[n]));
+    for (int k = 1; k < p; ++k) {
+      int const from = detail::mod(n - k, p);
+      comm.recv(from, out.subspan(off[from], counts[from]), detail::collective_tag);
+    }
+  }
+
+  /// `send_counts[r]` elements of `in` (blocks in rank order) go to rank r, and
+  /// `recv_counts[r]` elements of `out` come from rank r; the pairing of all_to_all, with
+  /// every block sent even when empty: `P (P - 1)` messages. The ranks' counts agree when each
+  /// message has the size its receiver expects, which the transport checks.
+  template <class Comm, class T>
+  void all_to_allv(Comm& comm, std::span<T const> in, std::span<std::size_t const> send_counts,
+                   std::span<T> out, std::span<std::size_t const> recv_counts) const {
+    int const p = comm.size(), n = comm.rank();
+    auto in_off = offsets(comm, send_counts, 2);
+    auto out_off = offsets(comm, recv_counts, 3);
+    auto at_in = [&](int r) { return in.subspan(in_off[r], send_counts[r]); };
+    auto at_out = [&](int r) { return out.subspan(out_off[r], recv_counts[r]); };
+    std::ranges::copy(at_in(n), at_out(n).begin());
+    for (int k = 1; k < p; ++k) {
+      int const to = detail::mod(n + k, p), from = detail::mod(n - k, p);
+      comm.sendrecv(to, at_in(to), from, at_out(from), detail::collective_tag);
+    }
+  }
+
   /// Block r of `in` goes to rank r, and block r of `out` comes from rank r.
   template <class Comm, class T>
   void all_to_all(Comm& comm, std::span<T const> in, std::span<T> out) const {
@@ -128,6 +237,21 @@ struct direct {
       int const to = detail::mod(n + k, p), from = detail::mod(n - k, p);
       comm.sendrecv(to, at(in, to), from, at(out, from), detail::collective_tag);
     }
+  }
+
+ private:
+  // The offset of each block of `counts` (and the total at index P), in scratch slot `slot`.
+  template <class Comm>
+  static std::span<std::size_t> offsets(Comm& comm, std::span<std::size_t const> counts,
+                                        int slot = 3) {
+    auto off = comm.template scratch<std::size_t>(counts.size() + 1, slot);
+    std::size_t at = 0;
+    for (std::size_t r = 0; r < counts.size(); ++r) {
+      off[r] = at;
+      at += counts[r];
+    }
+    off[counts.size()] = at;
+    return off;
   }
 };
 

@@ -5,6 +5,7 @@
 /// implements the collective and accepts the operator.
 
 #include <cstddef>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -58,6 +59,23 @@ inline void check_divisible(int rank, int size, std::string_view collective, std
     throw usage_error(
         rank_prefix(rank, collective) + std::string(what) + " has " + std::to_string(got) +
         " elements, which is not a multiple of the world size " + std::to_string(size));
+}
+
+/// The sum of `counts`: the elements a variable-count collective moves in all.
+inline std::size_t sum_of(std::span<std::size_t const> counts) noexcept {
+  std::size_t n = 0;
+  for (auto c : counts) n += c;
+  return n;
+}
+
+/// `counts` (of a variable-count collective) must have one entry per rank.
+inline void check_counts(int rank, int size, std::string_view collective, std::string_view what,
+                         std::span<std::size_t const> counts) {
+  if (counts.size() != static_cast<std::size_t>(size))
+    throw usage_error(rank_prefix(rank, collective) + std::string(what) + " has " +
+                      std::to_string(counts.size()) +
+                      " entries, but one per rank is required (world size " + std::to_string(size) +
+                      ")");
 }
 
 }  // namespace gcl::detail

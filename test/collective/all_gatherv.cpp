@@ -1,0 +1,104 @@
+#define BOOST_TEST_MODULE collective_all_gatherv
+#include <gcl/algorithm/direct.hpp>
+#include <gcl/collective/all_gatherv.hpp>
+
+#include "support.hpp"
+
+using namespace gcl_test;
+
+namespace {
+
+template <class T, class Comm>
+std::string sweep(Comm& comm) {
+  int const p = comm.size(), me = comm.rank();
+  for (auto const& counts : count_patterns(p)) {
+    std::vector<T> in(counts[static_cast<std::size_t>(me)]);
+    for (std::size_t i = 0; i < in.size(); ++i) in[i] = value<T>(me, i);
+    std::vector<T> out(gcl::detail::sum_of(counts), T{-1}), want;
+    for (int r = 0; r < p; ++r)
+      for (std::size_t i = 0; i < counts[static_cast<std::size_t>(r)]; ++i)
+        want.push_back(value<T>(r, i));
+    gcl::all_gatherv(comm, in, out, counts, gcl::direct{});
+    if (auto d = diff(out, want); !d.empty()) return "counts " + text(counts) + ": " + d;
+  }
+  return "";
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(every_size_and_count_pattern_over_every_transport) {
+  for (int p : world_sizes)
+    run_everywhere(p, "P=" + std::to_string(p),
+                   [](auto& comm) { return sweep<int>(comm) + sweep<float>(comm); });
+}
+
+BOOST_AUTO_TEST_CASE(messages_are_those_of_doc_algorithms_md) {
+  // P (P - 1) messages: every rank's block to every other rank, empty ones included.
+  for (int p : world_sizes) {
+    auto stats = gcl::spawn<gcl::counting<gcl::inproc_transport>>(p, [](auto& comm) {
+      std::vector<std::size_t> counts(static_cast<std::size_t>(comm.size()), 0);
+      counts[0] = 5;
+      std::vector<int> in(counts[static_cast<std::size_t>(comm.rank())]), out(5);
+      gcl::all_gatherv(comm, in, out, counts);
+      return comm.transport().stats();
+    });
+    gcl::transport_stats total;
+    for (auto const& s : stats) total += s;
+    BOOST_TEST(total.messages_sent == static_cast<std::uint64_t>(p * (p - 1)), "P=" << p);
+    BOOST_TEST(total.bytes_sent == static_cast<std::uint64_t>(p - 1) * 5 * sizeof(int), "P=" << p);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(usage_errors) {
+  auto fails = [](auto f, std::string const& part) {
+    try {
+      gcl::spawn<gcl::inproc_transport>(3, f);
+      BOOST_TEST(false, "no usage_error: " << part);
+    } catch (gcl::usage_error const& e) {
+      BOOST_TEST(std::string(e.what()).find(part) != std::string::npos, e.what());
+    }
+  };
+  fails(
+      [](auto& comm) {
+        std::vector<std::size_t> counts{1, 2, 3};
+        std::vector<int> in(counts[static_cast<std::size_t>(comm.rank())]), out(5);
+        gcl::all_gatherv(comm, in, out, counts);
+      },
+      "all_gatherv: out has 5 elements, but 6 are required (the sum of counts)");
+  fails(
+      [](auto& comm) {
+        std::vector<std::size_t> counts{1, 2, 3};
+        std::vector<int> in(3), out(6);
+        gcl::all_gatherv(comm, in, out, counts);
+      },
+      "rank 0: all_gatherv: in has 3 elements, but 1 are required (counts[0])");
+}
+
+namespace {
+
+template <class Transport>
+void different_counts_fail(int about) {
+  for (int p : {2, 3, 4, 8}) {
+    auto what = expect_mismatch_over<Transport>(p, [about](auto& comm) {
+      std::vector<std::size_t> counts(static_cast<std::size_t>(comm.size()), 2);
+      if (comm.rank() == 1) counts[static_cast<std::size_t>(about % comm.size())] = 5;
+      std::vector<int> in(counts[static_cast<std::size_t>(comm.rank())]);
+      std::vector<int> out(gcl::detail::sum_of(counts));
+      gcl::all_gatherv(comm, in, out, counts);
+    });
+    check_names_two_ranks(what, 1);
+  }
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(different_counts_fail_with_a_mismatch) {
+  different_counts_fail<gcl::inproc_transport>(1);
+  different_counts_fail<gcl::inproc_transport>(3);
+}
+#if defined(GCL_TEST_TCP)
+BOOST_AUTO_TEST_CASE(tcp_different_counts_fail_with_a_mismatch) {
+  different_counts_fail<gcl::tcp_transport>(1);
+  different_counts_fail<gcl::tcp_transport>(3);
+}
+#endif
