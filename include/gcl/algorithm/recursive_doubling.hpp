@@ -17,6 +17,7 @@
 /// operand. So non-commutative (associative) operators work, and both partners compute
 /// `op(lower, higher)` on identical operands: every rank ends with bit-identical results.
 
+#include <algorithm>
 #include <bit>
 #include <cstddef>
 #include <span>
@@ -81,10 +82,13 @@ void fold_out(Comm& comm, pow2_fold const& f, std::span<T> data) {
 
 }  // namespace detail
 
-/// Recursive doubling (see the file comment):
+/// Recursive doubling (see the file comment), and scan and exscan by recursive doubling of the
+/// distance (Hillis and Steele): at step k (from 0, while 2^k < P) rank n sends its partial
+/// result to rank n + 2^k and combines the one of rank n - 2^k on the left.
 ///
 ///     gcl::all_reduce(comm, v, gcl::sum{}, gcl::recursive_doubling{});
 ///     gcl::all_reduce(comm, m, matmul, gcl::recursive_doubling{});  // non-commutative: fine
+///     gcl::scan(comm, v, gcl::sum{}, gcl::recursive_doubling{});
 struct recursive_doubling {
   static constexpr std::string_view name = "recursive_doubling";
   /// Partners combine lower range first, so rank order is kept.
@@ -111,6 +115,24 @@ struct recursive_doubling {
     detail::fold_out(comm, f, data);
   }
 
+  /// Inclusive prefix in place: rank n ends with `op` over ranks 0..n, in rank order. After step
+  /// k, rank n holds the combination of ranks `max(0, n - 2^(k+1) + 1) .. n`, and what it
+  /// receives at step k + 1 is the range just below it, so it is always the left operand.
+  /// Every step sends the whole vector, even when it is empty: `L P - (2^L - 1)` messages for
+  /// `L = ceil(log2 P)`, in L steps.
+  template <class Comm, class T, class Op>
+  void scan(Comm& comm, std::span<T> data, Op const& op) const {
+    prefix(comm, data, op, false);
+  }
+
+  /// Exclusive prefix in place: rank n > 0 ends with `op` over ranks 0..n-1, in rank order;
+  /// rank 0's data is left unchanged. The messages of `scan`; the exclusive result gathers
+  /// what a rank receives, its inclusive partial result (in scratch) what it sends on.
+  template <class Comm, class T, class Op>
+  void exscan(Comm& comm, std::span<T> data, Op const& op) const {
+    prefix(comm, data, op, true);
+  }
+
   /// The critical path, one `cost_step` per round (see cost_model.hpp).
   template <class F>
   static void schedule(int p, std::size_t count, std::size_t element_size, F&& step) {
@@ -120,6 +142,37 @@ struct recursive_doubling {
     if (f.extra > 0) step(cost_step{1, bytes, bytes, extra});
     for (int k = 0; k < f.levels; ++k) step(cost_step{1, bytes, bytes, all});
     if (f.extra > 0) step(cost_step{1, bytes, 0, extra});
+  }
+
+ private:
+  // Sends before it receives at each step (sends are eager), so no order of ranks deadlocks.
+  template <class Comm, class T, class Op>
+  static void prefix(Comm& comm, std::span<T> data, Op const& op, bool exclusive) {
+    int const p = comm.size(), n = comm.rank();
+    if (p == 1) return;
+    auto tmp = comm.template scratch<T>(data.size(), 0);
+    // Inclusive: the partial result is `data` itself. Exclusive: a copy, and `data` collects
+    // what arrives (the first arrival is copied, later ones are combined on its left).
+    std::span<T> acc = data;
+    if (exclusive) {
+      acc = comm.template scratch<T>(data.size(), 1);
+      std::copy(data.begin(), data.end(), acc.begin());
+    }
+    bool received = false;
+    for (int d = 1; d < p; d <<= 1) {
+      if (n + d < p) comm.send(n + d, std::span<T const>(acc), detail::collective_tag);
+      if (n - d < 0) continue;
+      comm.recv(n - d, tmp, detail::collective_tag);
+      if (exclusive) {
+        if (received)
+          detail::reduce_from_lower(data.data(), tmp.data(), data.size(), op);
+        else
+          std::copy(tmp.begin(), tmp.end(), data.begin());
+        received = true;
+        if (n + 2 * d >= p) continue;  // nothing more to send: acc is not needed
+      }
+      detail::reduce_from_lower(acc.data(), tmp.data(), acc.size(), op);
+    }
   }
 };
 
