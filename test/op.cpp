@@ -6,7 +6,9 @@
 #include <array>
 #include <cstdint>
 #include <limits>
+#include <span>
 #include <string_view>
+#include <type_traits>
 
 namespace {
 struct user_add {  // not declared commutative
@@ -105,3 +107,36 @@ static_assert(!gcl::reduction_op<gcl::sum, no_operators> &&
               !gcl::reduction_op<gcl::max, no_operators>);
 static_assert(!gcl::reduction_op<gcl::logical_and, no_operators>);
 static_assert(gcl::reduction_op<gcl::logical_or, bool> && gcl::reduction_op<gcl::min, float>);
+
+// minloc and maxloc: on value_index pairs, commutative, ties to the lower index.
+using vi = gcl::value_index<double>;
+static_assert(gcl::commutative_op<gcl::minloc, vi> && gcl::commutative_op<gcl::maxloc, vi>);
+static_assert(gcl::commutative_op<gcl::minloc, gcl::value_index<int, long>>);
+static_assert(!gcl::reduction_op<gcl::minloc, double> && !gcl::reduction_op<gcl::maxloc, int>);
+static_assert(!gcl::reduction_op<gcl::minloc, gcl::value_index<no_operators>>);
+static_assert(std::is_trivially_copyable_v<vi>);
+static_assert(gcl::op_name<gcl::minloc>() == "minloc" && gcl::op_name<gcl::avg>() == "avg");
+// avg: floating types only; integers would round at each rank's division.
+static_assert(gcl::commutative_op<gcl::avg, double> && gcl::commutative_op<gcl::avg, float>);
+static_assert(!gcl::reduction_op<gcl::avg, int> && !gcl::reduction_op<gcl::avg, std::int64_t>);
+
+BOOST_AUTO_TEST_CASE(minloc_and_maxloc_prefer_the_lower_index_in_either_order) {
+  BOOST_TEST((gcl::minloc{}(vi{2, 5}, vi{1, 7}) == vi{1, 7}));
+  BOOST_TEST((gcl::minloc{}(vi{1, 5}, vi{2, 3}) == vi{1, 5}));
+  BOOST_TEST((gcl::minloc{}(vi{1, 5}, vi{1, 3}) == vi{1, 3}));
+  BOOST_TEST((gcl::minloc{}(vi{1, 3}, vi{1, 5}) == vi{1, 3}));
+  BOOST_TEST((gcl::maxloc{}(vi{2, 5}, vi{1, 7}) == vi{2, 5}));
+  BOOST_TEST((gcl::maxloc{}(vi{1, 5}, vi{2, 7}) == vi{2, 7}));
+  BOOST_TEST((gcl::maxloc{}(vi{2, 5}, vi{2, 3}) == vi{2, 3}));
+  BOOST_TEST((gcl::maxloc{}(vi{2, 3}, vi{2, 5}) == vi{2, 3}));
+}
+
+BOOST_AUTO_TEST_CASE(avg_sums_and_finish_divides) {
+  BOOST_TEST(gcl::avg{}(1.5, 2.0) == 3.5);
+  std::array<double, 3> r{3.0, 6.0, -1.5};
+  gcl::detail::finish(gcl::avg{}, std::span<double>(r), 3);
+  BOOST_TEST((r == std::array<double, 3>{1.0, 2.0, -0.5}));
+  std::array<int, 2> s{4, 6};
+  gcl::detail::finish(gcl::sum{}, std::span<int>(s), 2);  // no finish: unchanged
+  BOOST_TEST((s == std::array<int, 2>{4, 6}));
+}

@@ -1,10 +1,13 @@
 #pragma once
 /// \file
 /// Reduction operators. Built-ins are commutative; a user callable is not unless it says so.
+/// An operator may also have a member `finish(std::span<T> result, int ranks)`, which the
+/// collectives call once on each result they produce (`gcl::avg` divides by `ranks`).
 
 #include <algorithm>
 #include <concepts>
 #include <functional>
+#include <span>
 #include <string_view>
 #include <type_traits>
 #include <utility>
@@ -135,6 +138,74 @@ struct logical_xor {
     return static_cast<T>(!a != !b);
   }
 };
+
+/// A value and where it came from (an index: a rank, a position), reduced by `minloc` and
+/// `maxloc`: MPI's MPI_DOUBLE_INT and friends. Trivially copyable, so a payload like any other.
+///
+///     gcl::value_index<double> best{loss, comm.rank()};
+///     gcl::all_reduce(comm, best, gcl::minloc{});  // best.index: the rank with the lowest loss
+template <class T, class I = int>
+struct value_index {
+  T value{};
+  I index{};
+  friend constexpr bool operator==(value_index const&, value_index const&) = default;
+};
+
+/// The `value_index` with the smaller value; of equal values, the lower index (as MPI_MINLOC),
+/// which makes it commutative as well as associative.
+struct minloc {
+  static constexpr bool commutative = true;
+  static constexpr std::string_view name = "minloc";
+  template <detail::less_comparable T, detail::less_comparable I>
+  constexpr value_index<T, I> operator()(value_index<T, I> const& a,
+                                         value_index<T, I> const& b) const {
+    if (b.value < a.value) return b;
+    if (a.value < b.value) return a;
+    return b.index < a.index ? b : a;
+  }
+};
+/// The `value_index` with the larger value; of equal values, the lower index (as MPI_MAXLOC).
+struct maxloc {
+  static constexpr bool commutative = true;
+  static constexpr std::string_view name = "maxloc";
+  template <detail::less_comparable T, detail::less_comparable I>
+  constexpr value_index<T, I> operator()(value_index<T, I> const& a,
+                                         value_index<T, I> const& b) const {
+    if (a.value < b.value) return b;
+    if (b.value < a.value) return a;
+    return b.index < a.index ? b : a;
+  }
+};
+
+/// The mean over the ranks, for floating-point types (torch's ReduceOp.AVG): combined as a
+/// sum, then divided once by the number of ranks combined, by the collective (`finish`), on the
+/// ranks that receive a result. all_reduce, reduce, reduce_scatter(v) divide by the world size;
+/// scan by rank + 1 and exscan by rank (the ranks each prefix combines).
+///
+///     gcl::all_reduce(comm, gradient, gcl::avg{});  // the mean gradient on every rank
+struct avg {
+  static constexpr bool commutative = true;
+  static constexpr std::string_view name = "avg";
+  template <std::floating_point T>
+  constexpr T operator()(T const& a, T const& b) const {
+    return a + b;
+  }
+  /// `result` combines `ranks` ranks' data: divide it by their number.
+  template <std::floating_point T>
+  void finish(std::span<T> result, int ranks) const {
+    T const n = static_cast<T>(ranks);
+    for (auto& x : result) x /= n;
+  }
+};
+
+namespace detail {
+/// What a collective does to a result that combines `ranks` ranks' data: the operator's
+/// `finish(result, ranks)` if it has one (avg divides), nothing otherwise.
+template <class Op, class T>
+void finish(Op const& op, std::span<T> result, int ranks) {
+  if constexpr (requires { op.finish(result, ranks); }) op.finish(result, ranks);
+}
+}  // namespace detail
 
 /// A user callable declared commutative: `gcl::commutative([](int a, int b) { return a + b; })`.
 template <class F>

@@ -49,8 +49,10 @@ void all_reduce(communicator<Transport>& comm, R&& data, Op const& op = {}, Alg 
   auto scope = comm.begin_call(
       make_call_info<T>(call_kind::all_reduce, d.size(), -1, op_name<Op>(), Alg::name));
   if constexpr (all_reduce_algorithm<Alg, communicator<Transport>, T,
-                                     Op>)  // no second error after the static_assert
+                                     Op>) {  // no second error after the static_assert
     alg.all_reduce(comm, d, op);
+    detail::finish(op, d, comm.size());
+  }
 }
 
 }  // namespace gcl

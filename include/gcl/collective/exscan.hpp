@@ -42,8 +42,10 @@ void exscan(communicator<Transport>& comm, R&& data, Op const& op = {}, Alg cons
   auto scope =
       comm.begin_call(make_call_info<T>(call_kind::exscan, d.size(), -1, op_name<Op>(), Alg::name));
   if constexpr (exscan_algorithm<Alg, communicator<Transport>, T,
-                                 Op>)  // no second error after the static_assert
+                                 Op>) {  // no second error after the static_assert
     alg.exscan(comm, d, op);
+    if (comm.rank() > 0) detail::finish(op, d, comm.rank());
+  }
 }
 
 }  // namespace gcl

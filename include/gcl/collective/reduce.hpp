@@ -40,8 +40,10 @@ void reduce(communicator<Transport>& comm, R&& data, int root, Op const& op = {}
   auto scope = comm.begin_call(
       make_call_info<T>(call_kind::reduce, d.size(), root, op_name<Op>(), Alg::name));
   if constexpr (reduce_algorithm<Alg, communicator<Transport>, T,
-                                 Op>)  // no second error after the static_assert
+                                 Op>) {  // no second error after the static_assert
     alg.reduce(comm, d, root, op);
+    if (comm.rank() == root) detail::finish(op, d, comm.size());
+  }
 }
 
 }  // namespace gcl

@@ -59,8 +59,10 @@ void reduce_scatter(communicator<Transport>& comm, In const& in, Out&& out, Op c
   auto scope = comm.begin_call(
       make_call_info<T>(call_kind::reduce_scatter, i.size(), -1, op_name<Op>(), Alg::name));
   if constexpr (reduce_scatter_algorithm<Alg, communicator<Transport>, T,
-                                         Op>)  // no second error after the static_assert
+                                         Op>) {  // no second error after the static_assert
     alg.reduce_scatter(comm, i, o, op);
+    detail::finish(op, o, comm.size());
+  }
 }
 
 }  // namespace gcl

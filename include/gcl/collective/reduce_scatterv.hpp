@@ -56,8 +56,10 @@ void reduce_scatterv(communicator<Transport>& comm, In const& in, Out&& out,
   auto scope = comm.begin_call(make_call_info<T>(call_kind::reduce_scatterv, counts_digest(counts),
                                                  -1, op_name<Op>(), Alg::name));
   if constexpr (reduce_scatterv_algorithm<Alg, communicator<Transport>, T,
-                                          Op>)  // no second error after the static_assert
+                                          Op>) {  // no second error after the static_assert
     alg.reduce_scatterv(comm, i, o, counts, op);
+    detail::finish(op, o, comm.size());
+  }
 }
 
 }  // namespace gcl

@@ -38,8 +38,10 @@ void scan(communicator<Transport>& comm, R&& data, Op const& op = {}, Alg const&
   auto scope =
       comm.begin_call(make_call_info<T>(call_kind::scan, d.size(), -1, op_name<Op>(), Alg::name));
   if constexpr (scan_algorithm<Alg, communicator<Transport>, T,
-                               Op>)  // no second error after the static_assert
+                               Op>) {  // no second error after the static_assert
     alg.scan(comm, d, op);
+    detail::finish(op, d, comm.rank() + 1);
+  }
 }
 
 }  // namespace gcl
