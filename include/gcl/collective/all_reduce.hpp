@@ -10,7 +10,9 @@
 /// equal everywhere, so ranks passing different counts fail with `errc::mismatch` on the first
 /// message), and (4) calls the algorithm's member of the same name on `std::span`s.
 
+#include <algorithm>
 #include <span>
+#include <type_traits>
 
 #include "../algorithm/by_size.hpp"
 #include "../call_info.hpp"
@@ -38,8 +40,10 @@ concept all_reduce_algorithm = algorithm<Alg> &&
 ///
 /// Without an algorithm, `gcl::by_size` picks one per call from the size (algorithm/by_size.hpp).
 template <class Transport, class R, class Op = sum, class Alg = by_size>
-requires detail::writable_payload<R&&>
-void all_reduce(communicator<Transport>& comm, R&& data, Op const& op = {}, Alg const& alg = {}) {
+requires detail::writable_payload<R&&> &&
+    (!sendable_range<std::remove_cvref_t<Op>>)  // a range there is the out-of-place form's `out`
+    void all_reduce(communicator<Transport>& comm, R&& data, Op const& op = {},
+                    Alg const& alg = {}) {
   using T = detail::payload_value_t<R>;
   static_assert(detail::check_op<Alg, Op, T>());
   static_assert(all_reduce_algorithm<Alg, communicator<Transport>, T, Op>,
@@ -53,6 +57,31 @@ void all_reduce(communicator<Transport>& comm, R&& data, Op const& op = {}, Alg 
     alg.all_reduce(comm, d, op);
     detail::finish(op, d, comm.size());
   }
+}
+
+/// Out of place (MPI_Allreduce with a send and a receive buffer): `out` on every rank becomes
+/// `op` over all ranks' `in`, and `in` is left unchanged. `out` is a range of `in.size()`
+/// elements; `in` and `out` must not overlap unless they are the same range (then this is the
+/// in-place form). `in` is copied into `out`, which is then reduced in place: the same call and
+/// messages as the in-place form, so ranks may mix the two.
+///
+///     std::vector<float> const local = gradient();
+///     std::vector<float> total(local.size());
+///     gcl::all_reduce(comm, local, total);  // local unchanged
+template <class Transport, class In, class Out, class Op = sum, class Alg = by_size>
+requires detail::readable_payload<In> && sendable_range<std::remove_cvref_t<Out>> &&
+    detail::writable_payload<Out&&>
+void all_reduce(communicator<Transport>& comm, In const& in, Out&& out, Op const& op = {},
+                Alg const& alg = {}) {
+  using T = detail::payload_value_t<In>;
+  static_assert(std::is_same_v<T, detail::payload_value_t<Out>>,
+                "gcl::all_reduce: in and out must have the same element type");
+  std::span<T const> i = detail::readable_span(in);
+  std::span<T> o = detail::writable_span(std::forward<Out>(out));
+  detail::check_size(comm.rank(), "all_reduce", "out", o.size(), i.size(),
+                     [] { return "out.size() == in.size()"; });
+  if (i.data() != o.data()) std::copy(i.begin(), i.end(), o.begin());
+  all_reduce(comm, o, op, alg);
 }
 
 }  // namespace gcl

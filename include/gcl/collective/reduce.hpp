@@ -2,7 +2,9 @@
 /// \file
 /// `gcl::reduce`: the combination of every rank's data lands on one rank, the root.
 
+#include <algorithm>
 #include <span>
+#include <type_traits>
 
 #include "../algorithm/tree.hpp"
 #include "../call_info.hpp"
@@ -44,6 +46,37 @@ void reduce(communicator<Transport>& comm, R&& data, int root, Op const& op = {}
     alg.reduce(comm, d, root, op);
     if (comm.rank() == root) detail::finish(op, d, comm.size());
   }
+}
+
+/// Out of place (MPI_Reduce with a send and a receive buffer): `out` on `root` becomes `op`
+/// over all ranks' `in`, in rank order, and `in` is left unchanged on every rank. `out` is
+/// significant on the root only, where it is a range of `in.size()` elements (not overlapping
+/// `in` unless it is the same range); other ranks may pass an empty range (it is not touched).
+/// The root copies `in` into `out` and reduces that in place; the other ranks hand their `in`
+/// to the algorithm, whose `reduce` leaves a non-root's data unchanged (as every `reduce`
+/// member must). The same call and messages as the in-place form, so ranks may mix the two.
+///
+///     std::vector<long> const counts = partial_counts();
+///     std::vector<long> totals(comm.rank() == 0 ? counts.size() : 0);
+///     gcl::reduce(comm, counts, totals, /*root=*/0);
+template <class Transport, class In, class Out, class Op = sum, class Alg = tree>
+requires detail::readable_payload<In> && sendable_range<std::remove_cvref_t<Out>> &&
+    detail::writable_payload<Out&&>
+void reduce(communicator<Transport>& comm, In const& in, Out&& out, int root, Op const& op = {},
+            Alg const& alg = {}) {
+  using T = detail::payload_value_t<In>;
+  static_assert(std::is_same_v<T, detail::payload_value_t<Out>>,
+                "gcl::reduce: in and out must have the same element type");
+  detail::check_root(comm.rank(), comm.size(), root, "reduce");
+  std::span<T const> i = detail::readable_span(in);
+  std::span<T> o = detail::writable_span(std::forward<Out>(out));
+  if (comm.rank() == root) {
+    detail::check_size(comm.rank(), "reduce", "out on the root", o.size(), i.size(),
+                       [] { return "out.size() == in.size()"; });
+    if (i.data() != o.data()) std::copy(i.begin(), i.end(), o.begin());
+    return reduce(comm, o, root, op, alg);
+  }
+  reduce(comm, std::span<T>(const_cast<T*>(i.data()), i.size()), root, op, alg);  // only read
 }
 
 }  // namespace gcl
