@@ -23,9 +23,11 @@ namespace gcl {
 /// messages of p elements in one round, exact for non-commutative operators and bit-identical
 /// on every rank. all_to_all: `P - 1` steps; at step k rank n sends block `(n + k) mod P` to
 /// rank `(n + k) mod P` and receives block `(n - k) mod P` from that rank. `P (P - 1)` messages
-/// of `in.size() / P` elements.
+/// of `in.size() / P` elements. The variable-count collectives and reduce_scatter: each block
+/// goes straight to its rank, in one round (all_to_allv: P - 1 steps), empty blocks included.
 ///
 ///     gcl::all_to_all(comm, in, out, gcl::direct{});
+///     gcl::reduce_scatter(comm, in, out, matmul, gcl::direct{});  // rank order kept
 struct direct {
   static constexpr std::string_view name = "direct";
   static constexpr bool needs_commutative = false;
