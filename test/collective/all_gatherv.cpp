@@ -45,6 +45,7 @@ BOOST_AUTO_TEST_CASE(messages_are_those_of_doc_algorithms_md) {
     gcl::transport_stats total;
     for (auto const& s : stats) total += s;
     BOOST_TEST(total.messages_sent == static_cast<std::uint64_t>(p * (p - 1)), "P=" << p);
+    BOOST_TEST(total.rounds == (p > 1 ? 1 : 0), "P=" << p);
     BOOST_TEST(total.bytes_sent == static_cast<std::uint64_t>(p - 1) * 5 * sizeof(int), "P=" << p);
   }
 }
@@ -68,7 +69,8 @@ BOOST_AUTO_TEST_CASE(usage_errors) {
   fails(
       [](auto& comm) {
         std::vector<std::size_t> counts{1, 2, 3};
-        std::vector<int> in(3), out(6);
+        std::vector<int> in(comm.rank() == 0 ? 3 : counts[static_cast<std::size_t>(comm.rank())]);
+        std::vector<int> out(6);
         gcl::all_gatherv(comm, in, out, counts);
       },
       "rank 0: all_gatherv: in has 3 elements, but 1 are required (counts[0])");

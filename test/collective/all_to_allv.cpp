@@ -67,6 +67,7 @@ BOOST_AUTO_TEST_CASE(messages_are_those_of_doc_algorithms_md) {
     gcl::transport_stats total;
     for (auto const& s : stats) total += s;
     BOOST_TEST(total.messages_sent == static_cast<std::uint64_t>(p * (p - 1)), "P=" << p);
+    BOOST_TEST(total.rounds == p - 1, "P=" << p);  // step k waits for step k - 1
     BOOST_TEST(total.bytes_sent == (p > 1 ? 5 * sizeof(int) : 0u), "P=" << p);
   }
 }

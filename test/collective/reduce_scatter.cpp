@@ -65,6 +65,7 @@ BOOST_AUTO_TEST_CASE(direct_messages_are_those_of_doc_algorithms_md) {
     gcl::transport_stats total;
     for (auto const& s : stats) total += s;
     BOOST_TEST(total.messages_sent == static_cast<std::uint64_t>(p * (p - 1)), "P=" << p);
+    BOOST_TEST(total.rounds == (p > 1 ? 1 : 0), "P=" << p);
     BOOST_TEST(total.bytes_sent == static_cast<std::uint64_t>(p - 1) * 3 * sizeof(int), "P=" << p);
   }
 }

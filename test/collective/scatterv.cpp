@@ -49,6 +49,7 @@ BOOST_AUTO_TEST_CASE(messages_are_those_of_doc_algorithms_md) {
     gcl::transport_stats total;
     for (auto const& s : stats) total += s;
     BOOST_TEST(total.messages_sent == static_cast<std::uint64_t>(p - 1), "P=" << p);
+    BOOST_TEST(total.rounds == (p > 1 ? 1 : 0), "P=" << p);
     BOOST_TEST(total.bytes_sent == (p > 1 ? 5 * sizeof(int) : 0u), "P=" << p);
   }
 }
@@ -72,7 +73,8 @@ BOOST_AUTO_TEST_CASE(usage_errors) {
   fails(
       [](auto& comm) {
         std::vector<std::size_t> counts{1, 2, 3};
-        std::vector<int> in(comm.rank() == 0 ? 6 : 0), out(1);
+        std::vector<int> in(comm.rank() == 0 ? 6 : 0);
+        std::vector<int> out(comm.rank() == 1 ? 1 : counts[static_cast<std::size_t>(comm.rank())]);
         gcl::scatterv(comm, in, out, counts, 0);
       },
       "scatterv: out has 1 elements, but 2 are required (counts[1])");
