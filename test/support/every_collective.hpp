@@ -11,14 +11,21 @@
 #include <gcl/algorithm/ring.hpp>
 #include <gcl/algorithm/tree.hpp>
 #include <gcl/collective/all_gather.hpp>
+#include <gcl/collective/all_gatherv.hpp>
 #include <gcl/collective/all_reduce.hpp>
 #include <gcl/collective/all_to_all.hpp>
+#include <gcl/collective/all_to_allv.hpp>
 #include <gcl/collective/barrier.hpp>
 #include <gcl/collective/broadcast.hpp>
+#include <gcl/collective/exscan.hpp>
 #include <gcl/collective/gather.hpp>
+#include <gcl/collective/gatherv.hpp>
 #include <gcl/collective/reduce.hpp>
 #include <gcl/collective/reduce_scatter.hpp>
+#include <gcl/collective/reduce_scatterv.hpp>
+#include <gcl/collective/scan.hpp>
 #include <gcl/collective/scatter.hpp>
+#include <gcl/collective/scatterv.hpp>
 
 #include <algorithm>
 #include <string>
@@ -94,6 +101,53 @@ void run_algorithm(Comm& comm, Alg const& alg, std::string const& name, std::vec
       std::vector<float> t(n * up);
       gcl::all_to_all(comm, v, t, alg);
       out.emplace_back(tagged("all_to_all"), t);
+    }
+    // Per-rank counts n, n / 2, n, n / 2, ... (0 on some ranks when n < 2).
+    std::vector<std::size_t> counts(up);
+    for (std::size_t r = 0; r < up; ++r) counts[r] = r % 2 == 0 ? n : n / 2;
+    std::size_t const total = gcl::detail::sum_of(counts),
+                      mine = counts[static_cast<std::size_t>(me)];
+    if constexpr (gcl::gatherv_algorithm<Alg, Comm, float>) {
+      std::vector<float> all(me == 0 ? total : 0);
+      gcl::gatherv(comm, data(me, mine), all, counts, 0, alg);
+      out.emplace_back(tagged("gatherv"), all);
+    }
+    if constexpr (gcl::scatterv_algorithm<Alg, Comm, float>) {
+      auto all = me == p - 1 ? data(me, total) : std::vector<float>{};
+      std::vector<float> got(mine);
+      gcl::scatterv(comm, all, got, counts, p - 1, alg);
+      out.emplace_back(tagged("scatterv"), got);
+    }
+    if constexpr (gcl::all_gatherv_algorithm<Alg, Comm, float>) {
+      std::vector<float> all(total);
+      gcl::all_gatherv(comm, data(me, mine), all, counts, alg);
+      out.emplace_back(tagged("all_gatherv"), all);
+    }
+    if constexpr (gcl::all_to_allv_algorithm<Alg, Comm, float>) {
+      // Rank s sends counts[(s + d) mod P] elements to rank d.
+      std::vector<std::size_t> send(up), recv(up);
+      for (std::size_t d = 0; d < up; ++d) {
+        send[d] = counts[(static_cast<std::size_t>(me) + d) % up];
+        recv[d] = counts[(d + static_cast<std::size_t>(me)) % up];
+      }
+      std::vector<float> got(gcl::detail::sum_of(recv));
+      gcl::all_to_allv(comm, data(me, gcl::detail::sum_of(send)), send, got, recv, alg);
+      out.emplace_back(tagged("all_to_allv"), got);
+    }
+    if constexpr (gcl::reduce_scatterv_algorithm<Alg, Comm, float, gcl::sum>) {
+      std::vector<float> got(mine);
+      gcl::reduce_scatterv(comm, data(me, total), got, counts, gcl::sum{}, alg);
+      out.emplace_back(tagged("reduce_scatterv"), got);
+    }
+    if constexpr (gcl::scan_algorithm<Alg, Comm, float, gcl::sum>) {
+      auto v = data(me, n);
+      gcl::scan(comm, v, gcl::sum{}, alg);
+      out.emplace_back(tagged("scan"), v);
+    }
+    if constexpr (gcl::exscan_algorithm<Alg, Comm, float, gcl::sum>) {
+      auto v = data(me, n);
+      gcl::exscan(comm, v, gcl::sum{}, alg);
+      out.emplace_back(tagged("exscan"), v);
     }
   }
   if constexpr (gcl::barrier_algorithm<Alg, Comm>) {
