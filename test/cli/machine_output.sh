@@ -48,17 +48,7 @@ check_json "$tmp/tcp.json"
 
 if [[ -n $trainer ]]; then
   # 64 training and 16 test images of 28 x 28, random: enough for two steps and an evaluation.
-  python3 - "$tmp/mnist" <<'PY'
-import os, random, struct, sys
-d = sys.argv[1]
-os.makedirs(d)
-rng = random.Random(1)
-for prefix, n in (("train", 64), ("t10k", 16)):
-    with open(f"{d}/{prefix}-images-idx3-ubyte", "wb") as f:
-        f.write(struct.pack(">IIII", 0x803, n, 28, 28) + bytes(rng.randrange(256) for _ in range(n * 784)))
-    with open(f"{d}/{prefix}-labels-idx1-ubyte", "wb") as f:
-        f.write(struct.pack(">II", 0x801, n) + bytes(rng.randrange(10) for _ in range(n)))
-PY
+  python3 "$src/test/cli/fake_mnist.py" "$tmp/mnist" 1
   "$trainer" --data "$tmp/mnist" -p 2 --batch 4 --max-iterations 2 --eval-every 1 \
     --eval-images 16 -q --json >"$tmp/train.json" 2>"$tmp/train.err" ||
     fail "train_lenet5 --json failed: $(cat "$tmp/train.err")"

@@ -11,17 +11,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
-python3 - "$tmp/mnist" <<'PY'
-import os, random, struct, sys
-d = sys.argv[1]
-os.makedirs(d)
-rng = random.Random(7)
-for prefix, n in (("train", 64), ("t10k", 16)):
-    with open(f"{d}/{prefix}-images-idx3-ubyte", "wb") as f:
-        f.write(struct.pack(">IIII", 0x803, n, 28, 28) + bytes(rng.randrange(256) for _ in range(n * 784)))
-    with open(f"{d}/{prefix}-labels-idx1-ubyte", "wb") as f:
-        f.write(struct.pack(">II", 0x801, n) + bytes(rng.randrange(10) for _ in range(n)))
-PY
+python3 "$src/test/cli/fake_mnist.py" "$tmp/mnist" 7
 args=(--data "$tmp/mnist" --batch 4 --max-iterations 4 --eval-every 2 --eval-images 16 -q --timeout 60)
 
 hash_of() {  # the hash line of a run's output
