@@ -94,13 +94,12 @@ int main(int argc, char** argv) {
                          gcl::direct{},
                          gcl::parameter_server{},
                          gcl::tree{}};
-  auto const m = model_check::time_all_reduce(
-      p, counts, algs,
-      {.repetitions = reps,
-       .runs = runs,
-       .min_seconds = min_seconds,
-       .bind = bind,
-       .progress = "automatic_sweep"});
+  auto const m = model_check::time_all_reduce(p, counts, algs,
+                                              {.repetitions = reps,
+                                               .runs = runs,
+                                               .min_seconds = min_seconds,
+                                               .bind = bind,
+                                               .progress = "automatic_sweep"});
   auto const& t = m.seconds;
   std::size_t const again = t.size() - 1;
   // Short names for the picks column, in `choice` order.

@@ -564,13 +564,12 @@ class printer {
         break;
       }
       case format::csv:
-        std::printf("%s,%s,%s,%s,%d,%llu,%llu,%s,%s,%s,%.3f,%.6f,%.6f,%s,",
-                    csv_field(name_of(c_)).c_str(), csv_field(impl_).c_str(),
-                    csv_field(alg_).c_str(), csv_field(o_.label).c_str(), world_,
-                    static_cast<unsigned long long>(r.bytes),
-                    static_cast<unsigned long long>(r.count), csv_field(o_.dtype).c_str(),
-                    csv_field(redop()).c_str(), root.c_str(), r.time_us, r.algbw, r.busbw,
-                    wrong.c_str());
+        std::printf(
+            "%s,%s,%s,%s,%d,%llu,%llu,%s,%s,%s,%.3f,%.6f,%.6f,%s,", csv_field(name_of(c_)).c_str(),
+            csv_field(impl_).c_str(), csv_field(alg_).c_str(), csv_field(o_.label).c_str(), world_,
+            static_cast<unsigned long long>(r.bytes), static_cast<unsigned long long>(r.count),
+            csv_field(o_.dtype).c_str(), csv_field(redop()).c_str(), root.c_str(), r.time_us,
+            r.algbw, r.busbw, wrong.c_str());
         if (!std::isnan(r.pred_us)) std::printf("%.3f", r.pred_us);
         std::printf(",%s,%d,%.3f\n", mode_name(o_), r.iters, r.mean_us);
         break;
@@ -585,8 +584,8 @@ class printer {
             {"wrong", r.checked ? nlohmann::ordered_json(r.wrong) : nlohmann::ordered_json()},
             {"mean_us", r.mean_us},
             {"iters", r.iters},
-            {"pred_us", std::isnan(r.pred_us) ? nlohmann::ordered_json()
-                                              : nlohmann::ordered_json(r.pred_us)}};
+            {"pred_us",
+             std::isnan(r.pred_us) ? nlohmann::ordered_json() : nlohmann::ordered_json(r.pred_us)}};
         json_["rows"].push_back(std::move(row));
         // The JSON is written whole at the end: until then a line per size on stderr says
         // how far the sweep is, and stdout stays one JSON document.

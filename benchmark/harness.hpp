@@ -71,7 +71,7 @@ inline std::string algorithm_names() {
 
 /// gcl-specific options on top of the shared ones.
 struct gcl_options : options {
-  std::string transport;   ///< empty: tcp under a launcher of more than one rank, else inproc
+  std::string transport;  ///< empty: tcp under a launcher of more than one rank, else inproc
   std::string algorithm;  ///< empty: the collective's default
   int world_size = 2;
   double timeout_s = 60;
@@ -251,7 +251,6 @@ std::uint64_t run_rank(Comm& comm, gcl_options const& o, std::string const& impl
   return wrong;
 }
 
-
 }  // namespace detail
 
 /// main() of a gcl sweep program for the collective described by `Call`.
@@ -267,9 +266,9 @@ int run(int argc, char** argv) {
   gcl_cli::add_transport_option(app, o.transport);
   std::vector<std::string> names;
   std::apply([&](auto... a) { (names.emplace_back(a.name), ...); }, algorithm_list{});
-  app.add_option(
-         "-a,--algorithm", o.algorithm,
-         "one of: " + algorithm_names() + " (default: " + std::string(Call::default_algorithm) + ")")
+  app.add_option("-a,--algorithm", o.algorithm,
+                 "one of: " + algorithm_names() +
+                     " (default: " + std::string(Call::default_algorithm) + ")")
       ->check(CLI::IsMember(names));
   app.add_option("-p,--world-size", o.world_size,
                  "number of ranks (inproc; shm and tcp take it from the launcher)")

@@ -112,11 +112,10 @@ int settle(Comm& comm, Alg const& alg, std::vector<float>& v, double limit_secon
 /// One run on fresh threads: seconds[a][s] and each tuning algorithm's pick (picks[a][s][0]).
 /// Also checks every result (rank r holds r + 1, so each element must be P(P+1)/2).
 template <class... Algs>
-timings time_all_reduce_once(int p, std::vector<std::size_t> const& counts,
-                             std::tuple<Algs...> const& algs, timing_options const& o,
-                             std::string const& run_name = "",
-                             std::chrono::steady_clock::time_point start =
-                                 std::chrono::steady_clock::now()) {
+timings time_all_reduce_once(
+    int p, std::vector<std::size_t> const& counts, std::tuple<Algs...> const& algs,
+    timing_options const& o, std::string const& run_name = "",
+    std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now()) {
   int const repetitions = o.repetitions;
   constexpr std::size_t na = sizeof...(Algs);
   struct rank_result {
@@ -226,8 +225,8 @@ inline gcl::cost_model calibrate_threads(int p, int runs = 5, gcl::calibrate_opt
     auto m = gcl::spawn<gcl::inproc_transport>(
         p, [&](auto& comm) { return gcl::calibrate(comm, opts); })[0];
     progress_line(progress,
-                  "calibrating the cost model on " + std::to_string(p) + " threads: " +
-                      std::to_string(i + 1) + " of " + std::to_string(runs),
+                  "calibrating the cost model on " + std::to_string(p) +
+                      " threads: " + std::to_string(i + 1) + " of " + std::to_string(runs),
                   start);
     al.push_back(m.alpha);
     be.push_back(m.beta);

@@ -35,7 +35,8 @@ int main(int argc, char** argv) {
   app.add_option("--runs", runs, "independent runs; the median of their medians is reported")
       ->check(CLI::Range(1, 1000))
       ->capture_default_str();
-  app.add_option("--alpha", alpha, "seconds per message (0: calibrate)")->check(CLI::Range(0.0, 1e3));
+  app.add_option("--alpha", alpha, "seconds per message (0: calibrate)")
+      ->check(CLI::Range(0.0, 1e3));
   app.add_option("--beta", beta, "seconds per byte (0: calibrate)")->check(CLI::Range(0.0, 1e3));
   app.add_option("--gamma", gamma, "seconds per reduced byte (0: calibrate)")
       ->check(CLI::Range(0.0, 1e3));

@@ -123,8 +123,7 @@ inline std::string refuse_launcher() {
 
 /// CLI11_PARSE with gcl's conventions (see gcl_cli::parse): returns from main on --help,
 /// --version or an error.
-#define GCL_CLI_PARSE(app, argc, argv)                                       \
-  do {                                                                       \
-    if (auto gcl_cli_exit_ = ::gcl_cli::parse((app), (argc), (argv)))        \
-      return *gcl_cli_exit_;                                                 \
+#define GCL_CLI_PARSE(app, argc, argv)                                                       \
+  do {                                                                                       \
+    if (auto gcl_cli_exit_ = ::gcl_cli::parse((app), (argc), (argv))) return *gcl_cli_exit_; \
   } while (false)

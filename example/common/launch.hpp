@@ -45,8 +45,8 @@ inline void add_launch_options(CLI::App& app, launch_options& opts) {
 template <class F>
 int launch(CLI::App const& app, launch_options opts, F&& f) {
   auto const job = gcl_cli::launcher_world();
-  if (auto why = gcl_cli::resolve_transport(opts.transport, job, opts.world_size,
-                                            opts.world_size_given);
+  if (auto why =
+          gcl_cli::resolve_transport(opts.transport, job, opts.world_size, opts.world_size_given);
       !why.empty())
     return gcl_cli::usage_error(app, why);
   try {

@@ -130,10 +130,13 @@ auto run(std::optional<launcher_job> const& job, int n, F& f, std::chrono::milli
 template <class F>
 auto run_ranks(std::string const& name, std::optional<launcher_job> const& job, int world_size,
                std::chrono::milliseconds timeout, F&& f) {
-  if (name == "shm") return detail::run<gcl::shm_transport, gcl::shm_options>(job, world_size, f, timeout);
+  if (name == "shm")
+    return detail::run<gcl::shm_transport, gcl::shm_options>(job, world_size, f, timeout);
 #if defined(GCL_PROGRAM_TCP)
-  if (name == "auto") return detail::run<gcl::hybrid_transport, gcl::hybrid_options>(job, world_size, f, timeout);
-  if (name == "tcp") return detail::run<gcl::tcp_transport, gcl::tcp_options>(job, world_size, f, timeout);
+  if (name == "auto")
+    return detail::run<gcl::hybrid_transport, gcl::hybrid_options>(job, world_size, f, timeout);
+  if (name == "tcp")
+    return detail::run<gcl::tcp_transport, gcl::tcp_options>(job, world_size, f, timeout);
 #endif
   if (job && job->size > 1)  // resolve_transport refuses this; never run P worlds silently
     throw gcl::usage_error("--transport " + name + " cannot run under a launcher");

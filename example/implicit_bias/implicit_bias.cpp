@@ -30,7 +30,8 @@ int main(int argc, char** argv) {
     }
   }
   if (argc > 1) {
-    std::fprintf(stderr, "implicit_bias: The following argument was not expected: %s (see --help)\n",
+    std::fprintf(stderr,
+                 "implicit_bias: The following argument was not expected: %s (see --help)\n",
                  argv[1]);
     return 2;
   }

@@ -76,26 +76,25 @@ void summary(lenet5::train_config const& cfg, int world, lenet5::train_result co
   std::printf(": %.1f%% communication\n", 100 * r.comm_share);
   double acc = r.evaluations.empty() ? 0 : r.evaluations.back().accuracy;
   if (json_out) {
-    nlohmann::ordered_json j = {
-        {"world_size", world},
-        {"algorithm", cfg.algorithm},
-        {"sync", cfg.sync},
-        {"optimizer", cfg.optimizer},
-        {"lr", cfg.lr},
-        {"batch", cfg.batch},
-        {"target_accuracy", cfg.target_accuracy},
-        {"k_star", r.k_star},
-        {"seconds", r.k_star >= 0 ? r.seconds_to_target : r.seconds},
-        {"train_seconds", r.train_seconds},
-        {"iterations", r.iterations},
-        {"images_per_second", r.images_per_second},
-        {"comm_share", r.comm_share},
-        {"wait_share", r.wait_share},
-        {"compute_seconds", r.compute_seconds},
-        {"comm_seconds", r.comm_seconds},
-        {"wait_seconds", r.wait_seconds},
-        {"accuracy", acc},
-        {"evaluations", nlohmann::ordered_json::array()}};
+    nlohmann::ordered_json j = {{"world_size", world},
+                                {"algorithm", cfg.algorithm},
+                                {"sync", cfg.sync},
+                                {"optimizer", cfg.optimizer},
+                                {"lr", cfg.lr},
+                                {"batch", cfg.batch},
+                                {"target_accuracy", cfg.target_accuracy},
+                                {"k_star", r.k_star},
+                                {"seconds", r.k_star >= 0 ? r.seconds_to_target : r.seconds},
+                                {"train_seconds", r.train_seconds},
+                                {"iterations", r.iterations},
+                                {"images_per_second", r.images_per_second},
+                                {"comm_share", r.comm_share},
+                                {"wait_share", r.wait_share},
+                                {"compute_seconds", r.compute_seconds},
+                                {"comm_seconds", r.comm_seconds},
+                                {"wait_seconds", r.wait_seconds},
+                                {"accuracy", acc},
+                                {"evaluations", nlohmann::ordered_json::array()}};
     for (auto const& e : r.evaluations)
       j["evaluations"].push_back({{"iteration", e.iteration},
                                   {"epoch", e.epoch},
@@ -180,8 +179,8 @@ int main(int argc, char** argv) {
 
   // Under a launcher of more than one rank: processes, never one world of threads per process.
   auto const job = gcl_cli::launcher_world();
-  if (auto why = gcl_cli::resolve_transport(transport, job, world, app.count("--world-size") > 0,
-                                            "train");
+  if (auto why =
+          gcl_cli::resolve_transport(transport, job, world, app.count("--world-size") > 0, "train");
       !why.empty())
     return gcl_cli::usage_error(app, why);
   if (json) {  // stdout keeps only the JSON: the human lines go to stderr
@@ -213,8 +212,8 @@ int main(int argc, char** argv) {
           lenet5::network<float>::parameter_count);
     };
     if (!job) header(world);
-    auto const results = gcl_cli::run_ranks(
-        transport, job, world, std::chrono::seconds{timeout_s}, [&](auto& comm) {
+    auto const results =
+        gcl_cli::run_ranks(transport, job, world, std::chrono::seconds{timeout_s}, [&](auto& comm) {
           if (job && comm.rank() == 0) header(comm.size());
           return lenet5::train(comm, data, cfg);
         });

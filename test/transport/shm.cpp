@@ -75,8 +75,10 @@ std::string error_of(F&& f) {
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(options_from_the_environment) {
-  std::map<std::string, std::string> env{{"GCL_RANK", "2"}, {"GCL_WORLD_SIZE", "4"},
-                                         {"GCL_TOKEN", "job-7"}, {"GCL_TIMEOUT", "1.5"},
+  std::map<std::string, std::string> env{{"GCL_RANK", "2"},
+                                         {"GCL_WORLD_SIZE", "4"},
+                                         {"GCL_TOKEN", "job-7"},
+                                         {"GCL_TIMEOUT", "1.5"},
                                          {"GCL_SHM_CMA", "0"}};
   auto get = [&](char const* n) -> char const* {
     auto it = env.find(n);
@@ -147,8 +149,10 @@ BOOST_AUTO_TEST_CASE(a_timeout_names_the_peer_and_the_call) {
         2,
         [](auto& comm) {
           std::vector<float> v(10);
-          if (comm.rank() == 0) comm.recv(1, v, gcl::tag{9});
-          else comm.recv(0, v, gcl::tag{9});
+          if (comm.rank() == 0)
+            comm.recv(1, v, gcl::tag{9});
+          else
+            comm.recv(0, v, gcl::tag{9});
         },
         with(300ms));
   });
@@ -347,6 +351,7 @@ BOOST_AUTO_TEST_CASE(the_token_keeps_jobs_and_strangers_out) {
   gcl::set_log_handler(previous);
   std::lock_guard lock(log_mutex);
   bool refused = false;
-  for (auto const& m : logged) refused = refused || m.find("refused a process") != std::string::npos;
+  for (auto const& m : logged)
+    refused = refused || m.find("refused a process") != std::string::npos;
   BOOST_TEST(refused);
 }

@@ -54,8 +54,8 @@ std::vector<path> paths() {
 
 template <class Step>
 long allocations_when_warm(int p, std::size_t max_bytes, gcl::shm_options const& o, Step step) {
-  return gcl_test::allocations_when_warm<gcl::shm_transport>(p, max_bytes, warmup, iterations,
-                                                             step, o);
+  return gcl_test::allocations_when_warm<gcl::shm_transport>(p, max_bytes, warmup, iterations, step,
+                                                             o);
 }
 
 }  // namespace
@@ -84,8 +84,8 @@ BOOST_AUTO_TEST_CASE(send_then_recv_through_kept_entries) {
           comm.recv(left, in[r], gcl::tag{1});
           if (n && in[r][0] != i) throw std::runtime_error("wrong data");
         });
-        BOOST_TEST(count == 0, how << " P=" << p << " n=" << n << ": " << count
-                                   << " allocations when warm");
+        BOOST_TEST(count == 0,
+                   how << " P=" << p << " n=" << n << ": " << count << " allocations when warm");
       }
 }
 
@@ -103,8 +103,8 @@ BOOST_AUTO_TEST_CASE(sendrecv_into_the_posted_buffer) {
             if (in[r][0] != i + d) throw std::runtime_error("wrong data");
           }
         });
-        BOOST_TEST(count == 0, how << " P=" << p << " n=" << n << ": " << count
-                                   << " allocations when warm");
+        BOOST_TEST(count == 0,
+                   how << " P=" << p << " n=" << n << ": " << count << " allocations when warm");
       }
     }
 }
@@ -142,7 +142,8 @@ BOOST_AUTO_TEST_CASE(all_reduce_tree_and_ring_when_warm) {
             std::fill(v.begin(), v.end(), static_cast<float>(comm.rank() + i % 3));
             gcl::all_reduce(comm, v, gcl::sum{}, algorithm);
             float expected = static_cast<float>(p * (p - 1) / 2 + p * (i % 3));
-            if (v.front() != expected || v.back() != expected) throw std::runtime_error("wrong sum");
+            if (v.front() != expected || v.back() != expected)
+              throw std::runtime_error("wrong sum");
           });
         };
         long tree = reduce_with(gcl::tree{}), ring = reduce_with(gcl::ring{});

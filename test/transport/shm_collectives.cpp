@@ -115,8 +115,8 @@ gcl::shm_options scaled() {
 // buffer, where processes use process_vm_readv).
 void threads_copied_once(int p) {
   auto const& want = reference(p);
-  auto got = gcl::spawn<gcl::shm_transport>(p, [](auto& comm) { return run_all(comm, large); },
-                                            scaled());
+  auto got = gcl::spawn<gcl::shm_transport>(
+      p, [](auto& comm) { return run_all(comm, large); }, scaled());
   BOOST_TEST_MESSAGE("P=" << p << ": " << got[0].size() << " results per rank compared");
   BOOST_TEST(got[0].size() > 100u);
   compare(p, "copied once", got, want);
@@ -129,8 +129,8 @@ void threads_copied_once(int p) {
 // pair sending a whole buffer to each other (recursive_doubling).
 void threads_streamed(int p) {
   std::vector<std::string> const some{"tree", "ring", "direct", "recursive_doubling"};
-  auto want = gcl::spawn<gcl::inproc_transport>(
-      p, [&](auto& comm) { return run_all(comm, large, some); });
+  auto want =
+      gcl::spawn<gcl::inproc_transport>(p, [&](auto& comm) { return run_all(comm, large, some); });
   auto o = scaled();
   o.cross_memory_attach = false;
   o.ring_bytes = ring_bytes;
@@ -156,8 +156,8 @@ void processes(int p) {
   });
   std::vector<std::vector<record>> got;
   for (int r = 0; r < p; ++r) {
-    BOOST_TEST_REQUIRE(outcomes[r].exited_with(0), "P=" << p << " rank " << r << ": "
-                                                         << outcomes[r].error);
+    BOOST_TEST_REQUIRE(outcomes[r].exited_with(0),
+                       "P=" << p << " rank " << r << ": " << outcomes[r].error);
     auto const& out = outcomes[r].output;
     BOOST_TEST_REQUIRE(!out.empty());
     if (r == 0)
@@ -172,21 +172,51 @@ void processes(int p) {
 
 }  // namespace
 
-BOOST_AUTO_TEST_CASE(threads_p1) { threads_copied_once(1); }
-BOOST_AUTO_TEST_CASE(threads_p2) { threads_copied_once(2); }
-BOOST_AUTO_TEST_CASE(threads_p3) { threads_copied_once(3); }
-BOOST_AUTO_TEST_CASE(threads_p4) { threads_copied_once(4); }
-BOOST_AUTO_TEST_CASE(threads_p5) { threads_copied_once(5); }
-BOOST_AUTO_TEST_CASE(threads_p8) { threads_copied_once(8); }
-BOOST_AUTO_TEST_CASE(streamed_p2) { threads_streamed(2); }
-BOOST_AUTO_TEST_CASE(streamed_p3) { threads_streamed(3); }
-BOOST_AUTO_TEST_CASE(streamed_p5) { threads_streamed(5); }
-BOOST_AUTO_TEST_CASE(processes_p1) { processes(1); }
-BOOST_AUTO_TEST_CASE(processes_p2) { processes(2); }
-BOOST_AUTO_TEST_CASE(processes_p3) { processes(3); }
-BOOST_AUTO_TEST_CASE(processes_p4) { processes(4); }
-BOOST_AUTO_TEST_CASE(processes_p5) { processes(5); }
-BOOST_AUTO_TEST_CASE(processes_p8) { processes(8); }
+BOOST_AUTO_TEST_CASE(threads_p1) {
+  threads_copied_once(1);
+}
+BOOST_AUTO_TEST_CASE(threads_p2) {
+  threads_copied_once(2);
+}
+BOOST_AUTO_TEST_CASE(threads_p3) {
+  threads_copied_once(3);
+}
+BOOST_AUTO_TEST_CASE(threads_p4) {
+  threads_copied_once(4);
+}
+BOOST_AUTO_TEST_CASE(threads_p5) {
+  threads_copied_once(5);
+}
+BOOST_AUTO_TEST_CASE(threads_p8) {
+  threads_copied_once(8);
+}
+BOOST_AUTO_TEST_CASE(streamed_p2) {
+  threads_streamed(2);
+}
+BOOST_AUTO_TEST_CASE(streamed_p3) {
+  threads_streamed(3);
+}
+BOOST_AUTO_TEST_CASE(streamed_p5) {
+  threads_streamed(5);
+}
+BOOST_AUTO_TEST_CASE(processes_p1) {
+  processes(1);
+}
+BOOST_AUTO_TEST_CASE(processes_p2) {
+  processes(2);
+}
+BOOST_AUTO_TEST_CASE(processes_p3) {
+  processes(3);
+}
+BOOST_AUTO_TEST_CASE(processes_p4) {
+  processes(4);
+}
+BOOST_AUTO_TEST_CASE(processes_p5) {
+  processes(5);
+}
+BOOST_AUTO_TEST_CASE(processes_p8) {
+  processes(8);
+}
 
 // Docker's /dev/shm is 64 MiB; a segment of 8 ranks is larger than what this one allows (64
 // KiB). The segment is not there, so the job runs. Needs a mount namespace (root, or a user

@@ -59,7 +59,8 @@ std::vector<pid_t> start_loop(gcl_test::temp_dir const& dir, int size, std::size
     while (!std::filesystem::exists(dir.file(r, ".started"))) {
       int status = 0;
       if (::waitpid(pids[r], &status, WNOHANG) == pids[r])
-        BOOST_FAIL("rank " << r << " ended before it started: " << gcl_test::read_file(dir.file(r, ".err")));
+        BOOST_FAIL("rank " << r << " ended before it started: "
+                           << gcl_test::read_file(dir.file(r, ".err")));
       std::this_thread::sleep_for(10ms);
     }
   return pids;
@@ -84,7 +85,8 @@ BOOST_AUTO_TEST_CASE(a_killed_rank_is_named_by_every_other_and_leaves_nothing) {
         BOOST_TEST((WIFSIGNALED(out.status) && WTERMSIG(out.status) == SIGKILL));
         continue;
       }
-      BOOST_TEST_INFO("P=" << size << ", rank " << victim << " killed: rank " << r << " said: " << out.error);
+      BOOST_TEST_INFO("P=" << size << ", rank " << victim << " killed: rank " << r
+                           << " said: " << out.error);
       BOOST_TEST(out.exited_with(1));
       BOOST_TEST(out.error.find("rank " + std::to_string(victim)) != std::string::npos);
       BOOST_TEST(out.error.find("timed out") == std::string::npos);
@@ -102,7 +104,8 @@ BOOST_AUTO_TEST_CASE(a_stopped_rank_is_named_when_the_others_time_out) {
     for (int r = 0; r < 4; ++r) {
       if (r == 2) continue;
       auto out = gcl_test::finish_rank(dir, pids[r], r);
-      BOOST_TEST_INFO("rank 2 stopped, " << count << " floats: rank " << r << " said: " << out.error);
+      BOOST_TEST_INFO("rank 2 stopped, " << count << " floats: rank " << r
+                                         << " said: " << out.error);
       BOOST_TEST(out.exited_with(1));
       BOOST_TEST(out.error.find("rank 2 does not answer") != std::string::npos);
       BOOST_TEST_MESSAGE("rank " << r << ": " << out.error.substr(0, 300));
@@ -153,8 +156,10 @@ std::string read_all(int fd) {
   std::string s;
   char buf[512];
   for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) != 0;)
-    if (n > 0) s.append(buf, static_cast<std::size_t>(n));
-    else if (errno != EINTR) break;
+    if (n > 0)
+      s.append(buf, static_cast<std::size_t>(n));
+    else if (errno != EINTR)
+      break;
   ::close(fd);
   return s;
 }
@@ -245,7 +250,8 @@ BOOST_AUTO_TEST_CASE(rank_0_killed_during_the_setup_is_noticed_by_its_hang_up) {
       socklen_t len = 0;
       auto addr = gd::shm_rendezvous::address(o, len);
       int l = ::socket(AF_UNIX, SOCK_SEQPACKET, 0);
-      if (::bind(l, reinterpret_cast<sockaddr*>(&addr), len) != 0 || ::listen(l, 8) != 0) ::_exit(3);
+      if (::bind(l, reinterpret_cast<sockaddr*>(&addr), len) != 0 || ::listen(l, 8) != 0)
+        ::_exit(3);
       int c = ::accept(l, nullptr, nullptr);
       gd::shm_hello h;
       if (::recv(c, &h, sizeof h, 0) != static_cast<ssize_t>(sizeof h) || h.rank != 1) ::_exit(4);
@@ -265,7 +271,8 @@ BOOST_AUTO_TEST_CASE(rank_0_killed_during_the_setup_is_noticed_by_its_hang_up) {
     ::kill(leader, SIGKILL);
     ::waitpid(leader, nullptr, 0);
     ::close(from0);
-    BOOST_TEST_INFO((killed ? "rank 0 killed" : "rank 0 says rank 2 died") << ": rank 1 said: " << out1.error);
+    BOOST_TEST_INFO((killed ? "rank 0 killed" : "rank 0 says rank 2 died")
+                    << ": rank 1 said: " << out1.error);
     BOOST_TEST(out1.exited_with(1));
     BOOST_TEST(out1.error.find(killed ? "rank 0 died or left during the setup"
                                       : "the shm job's setup failed: rank 2 (pid 12345) died") !=

@@ -64,8 +64,9 @@ struct rank_outcome {
 
 // Starts rank `rank` of a job: a child process that runs f and _exits (0, or 1 after an
 // exception). Returns its pid.
-inline pid_t start_rank(temp_dir const& dir, gcl::shm_options o, int rank,
-                        std::function<std::string(gcl::communicator<gcl::shm_transport>&)> const& f) {
+inline pid_t start_rank(
+    temp_dir const& dir, gcl::shm_options o, int rank,
+    std::function<std::string(gcl::communicator<gcl::shm_transport>&)> const& f) {
   std::fflush(nullptr);
   pid_t pid = ::fork();
   if (pid != 0) return pid;

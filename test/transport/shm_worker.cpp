@@ -55,9 +55,10 @@ int collectives(comm_t& comm) {
     }
   }
   bool const once = p > 1 && comm.transport().copies_once_from((me + 1) % p);
-  std::printf("rank %d: every collective and algorithm on %d ranks over shm: bit-identical to "
-              "inproc (%zu results; large messages %s)\n",
-              me, p, got.size(), once ? "copied once" : "streamed");
+  std::printf(
+      "rank %d: every collective and algorithm on %d ranks over shm: bit-identical to "
+      "inproc (%zu results; large messages %s)\n",
+      me, p, got.size(), once ? "copied once" : "streamed");
   return 0;
 }
 

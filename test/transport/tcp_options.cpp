@@ -18,8 +18,13 @@ namespace {
 
 // Every variable a launcher may set that from_env reads for the token.
 char const* const launcher_vars[] = {
-    "GCL_TOKEN",      "TORCHELASTIC_RUN_ID",     "PMIX_NAMESPACE", "OMPI_MCA_ess_base_jobid",
-    "OMPI_MCA_orte_ess_jobid", "SLURM_JOB_ID", "SLURM_STEP_ID",
+    "GCL_TOKEN",
+    "TORCHELASTIC_RUN_ID",
+    "PMIX_NAMESPACE",
+    "OMPI_MCA_ess_base_jobid",
+    "OMPI_MCA_orte_ess_jobid",
+    "SLURM_JOB_ID",
+    "SLURM_STEP_ID",
 };
 
 // Sets the environment of one rank of one job for the test's lifetime: a world of one rank,
@@ -229,11 +234,12 @@ BOOST_AUTO_TEST_CASE(each_launcher_gives_the_local_rank_and_size) {
     char const* rank_var;
     char const* size_var;
   };
-  for (auto [rv, sv] : {launcher{"LOCAL_RANK", "LOCAL_WORLD_SIZE"},                        // torchrun
-                        launcher{"OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE"},  // Open MPI
-                        launcher{"PMIX_LOCAL_RANK", "PMIX_LOCAL_SIZE"},                    // PMIx
-                        launcher{"SLURM_LOCALID", "SLURM_NTASKS_PER_NODE"},                // Slurm
-                        launcher{"MPI_LOCALRANKID", "MPI_LOCALNRANKS"}}) {                 // MPICH
+  for (auto [rv, sv] :
+       {launcher{"LOCAL_RANK", "LOCAL_WORLD_SIZE"},                            // torchrun
+        launcher{"OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE"},  // Open MPI
+        launcher{"PMIX_LOCAL_RANK", "PMIX_LOCAL_SIZE"},                        // PMIx
+        launcher{"SLURM_LOCALID", "SLURM_NTASKS_PER_NODE"},                    // Slurm
+        launcher{"MPI_LOCALRANKID", "MPI_LOCALNRANKS"}}) {                     // MPICH
     BOOST_TEST_CONTEXT(rv << ", " << sv) {
       auto o = from({{rv, "2"}, {sv, "4"}});
       BOOST_TEST(o.local_rank == 2);
@@ -254,10 +260,12 @@ BOOST_AUTO_TEST_CASE(slurm_tasks_per_node_is_read_at_this_node) {
   BOOST_TEST(at("2") == 2);
   BOOST_TEST(at("3") == 1);
   BOOST_TEST(at("4") == 0);  // not in the list: unknown
-  BOOST_TEST(from({{"SLURM_TASKS_PER_NODE", "4(x2)"}}).local_size == 4);  // one count: no node id needed
-  BOOST_TEST(from({{"SLURM_TASKS_PER_NODE", "4,2"}}).local_size == 0);    // several, no node id
+  BOOST_TEST(from({{"SLURM_TASKS_PER_NODE", "4(x2)"}}).local_size ==
+             4);  // one count: no node id needed
+  BOOST_TEST(from({{"SLURM_TASKS_PER_NODE", "4,2"}}).local_size == 0);  // several, no node id
   // The step's own list wins over the job's.
-  BOOST_TEST(from({{"SLURM_STEP_TASKS_PER_NODE", "3"}, {"SLURM_TASKS_PER_NODE", "4"}}).local_size == 3);
+  BOOST_TEST(from({{"SLURM_STEP_TASKS_PER_NODE", "3"}, {"SLURM_TASKS_PER_NODE", "4"}}).local_size ==
+             3);
   BOOST_CHECK_THROW(from({{"SLURM_TASKS_PER_NODE", "2(y3)"}}), gcl::usage_error);
   BOOST_CHECK_THROW(from({{"SLURM_TASKS_PER_NODE", "0"}}), gcl::usage_error);
 }

@@ -34,8 +34,8 @@ inline void futex_wait(std::atomic<std::uint32_t>& word, std::uint32_t expected,
 
 // Wakes every sleeper on `word`, in any process that maps it.
 inline void futex_wake_all(std::atomic<std::uint32_t>& word) noexcept {
-  (void)::syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&word), FUTEX_WAKE, INT_MAX,
-                  nullptr, nullptr, 0);
+  (void)::syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&word), FUTEX_WAKE, INT_MAX, nullptr,
+                  nullptr, 0);
 }
 
 }  // namespace gcl::detail

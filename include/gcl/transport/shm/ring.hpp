@@ -19,10 +19,10 @@ namespace gcl::detail {
 // What precedes every payload in a ring.
 struct shm_message {
   std::uint32_t tg = 0;
-  std::uint32_t offer = 0;      // 1: no payload follows; the receiver copies it from `address`
-  std::uint64_t size = 0;       // payload bytes
-  std::uint64_t address = 0;    // in the sender's address space, for an offer
-  call_info call;               // the sender's call, compared by the receiver
+  std::uint32_t offer = 0;    // 1: no payload follows; the receiver copies it from `address`
+  std::uint64_t size = 0;     // payload bytes
+  std::uint64_t address = 0;  // in the sender's address space, for an offer
+  call_info call;             // the sender's call, compared by the receiver
 };
 
 // Copies n bytes into the ring at stream position `pos` (wrapping at `capacity`).

@@ -113,7 +113,9 @@ struct alignas(64) shm_pair_block {
 };
 enum : std::uint32_t { offer_idle, offer_posted, offer_copying, offer_done, offer_withdrawn };
 
-inline constexpr std::size_t round64(std::size_t n) noexcept { return (n + 63) / 64 * 64; }
+inline constexpr std::size_t round64(std::size_t n) noexcept {
+  return (n + 63) / 64 * 64;
+}
 
 // The mapped segment of one job: where each part is.
 class shm_segment {
@@ -136,14 +138,15 @@ class shm_segment {
   int create(int size, std::size_t ring, std::string const& prefix) {
     int fd = ::memfd_create("gcl-shm", MFD_CLOEXEC);
     if (fd < 0)
-      throw transport_error(errc::protocol, prefix + "memfd_create failed: " + std::strerror(errno));
+      throw transport_error(errc::protocol,
+                            prefix + "memfd_create failed: " + std::strerror(errno));
     auto const bytes = bytes_for(size, ring);
     if (::ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
       int e = errno;
       ::close(fd);
       throw transport_error(errc::protocol, prefix + "cannot size the shared segment to " +
-                                                std::to_string(bytes) + " bytes: " +
-                                                std::strerror(e));
+                                                std::to_string(bytes) +
+                                                " bytes: " + std::strerror(e));
     }
     map(fd, bytes, prefix);
     auto* h = std::construct_at(reinterpret_cast<shm_header*>(base_));
@@ -167,8 +170,10 @@ class shm_segment {
         h.size != static_cast<std::uint32_t>(size) || h.total_bytes != bytes_ ||
         bytes_for(size, h.ring_bytes) != bytes_)
       throw transport_error(errc::protocol,
-                            prefix + "rank 0's shared segment is not of this version of gcl or "
-                                     "not of a job of " + std::to_string(size) + " ranks");
+                            prefix +
+                                "rank 0's shared segment is not of this version of gcl or "
+                                "not of a job of " +
+                                std::to_string(size) + " ranks");
   }
 
   // The mapping of the segment behind `fd` in this process: ranks that are threads of one
@@ -220,8 +225,8 @@ class shm_segment {
     void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (p == MAP_FAILED)
       throw transport_error(errc::protocol, prefix + "cannot map the shared segment (" +
-                                                std::to_string(bytes) + " bytes): " +
-                                                std::strerror(errno));
+                                                std::to_string(bytes) +
+                                                " bytes): " + std::strerror(errno));
     base_ = static_cast<std::byte*>(p);
     bytes_ = bytes;
   }

@@ -205,7 +205,8 @@ struct tcp_options {
       o.local_size = static_cast<int>(integer(*n, 1, 1 << 20));
     if (auto r = first({"LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "PMIX_LOCAL_RANK",
                         "SLURM_LOCALID", "MPI_LOCALRANKID"}))
-      o.local_rank = static_cast<int>(integer(*r, 0, o.local_size > 0 ? o.local_size - 1 : 1 << 20));
+      o.local_rank =
+          static_cast<int>(integer(*r, 0, o.local_size > 0 ? o.local_size - 1 : 1 << 20));
     if (auto s = first({"GCL_SPIN_US"})) {
       o.spin = std::chrono::microseconds(integer(*s, 0, 1000000));
     } else {
@@ -250,7 +251,8 @@ struct tcp_options {
     auto bad = [&] {
       return usage_error("gcl: environment variable " + std::string(v.first) + "='" + v.second +
                          "' is not a Slurm task count list such as 4 or 2(x3),1 whose counts "
-                         "are in [1, " + std::to_string(most) + "]");
+                         "are in [1, " +
+                         std::to_string(most) + "]");
     };
     long long want = -1;
     if (node) {
