@@ -205,10 +205,13 @@ BOOST_AUTO_TEST_CASE(a_cycle_across_the_two_sides_completes) {
   for (bool cma : {true, false}) {
     BOOST_TEST_CONTEXT((cma ? "offered" : "streamed")) {
       std::size_t const n = 256 * 1024;  // bytes: 16 rings' worth
-      gcl::spawn<gcl::hybrid_transport>(
+      // Each rank returns its paths and whether its data arrived intact, asserted after the
+      // join (Boost.Test's assertions are not thread-safe).
+      auto out = gcl::spawn<gcl::hybrid_transport>(
           3,
           [&](auto& comm) {
             auto& t = comm.transport();
+            bool same = true;
             std::vector<std::byte> big(n), small(64);
             if (comm.rank() == 0) {
               for (std::size_t i = 0; i < n; ++i) big[i] = std::byte(i * 7 + 1);
@@ -220,13 +223,15 @@ BOOST_AUTO_TEST_CASE(a_cycle_across_the_two_sides_completes) {
             } else {
               t.recv(2, gcl::tag{3}, small);  // over TCP, while L's big message waits
               t.recv(0, gcl::tag{1}, big);
-              bool same = true;
               for (std::size_t i = 0; i < n; ++i) same = same && big[i] == std::byte(i * 7 + 1);
-              BOOST_TEST(same);
             }
-            BOOST_TEST(paths(t) == expected_paths({0, 0, 1}, comm.rank()));
+            return std::pair(paths(t), same);
           },
           scaled({0, 0, 1}, cma));
+      for (int r = 0; r < 3; ++r) {
+        BOOST_TEST(out[r].first == expected_paths({0, 0, 1}, r), "rank " << r);
+        BOOST_TEST(out[r].second, "rank " << r << ": the large message arrived changed");
+      }
     }
   }
 }
@@ -276,14 +281,17 @@ BOOST_AUTO_TEST_CASE(a_disagreement_is_found_on_either_side) {
 BOOST_AUTO_TEST_CASE(transport_tcp_and_shm) {
   auto o = scaled({0, 0, 1, 1});
   o.mode = gcl::transport_mode::tcp;
-  auto got = gcl::spawn<gcl::hybrid_transport>(
+  auto out_tcp = gcl::spawn<gcl::hybrid_transport>(
       4,
       [&](auto& comm) {
-        BOOST_TEST(paths(comm.transport()) == "tttt");
-        BOOST_TEST(comm.transport().has_tcp());
-        return run_all(comm, large, {"ring", "halving_doubling"});
+        // Asserted after the join: Boost.Test's assertions are not thread-safe.
+        auto how = paths(comm.transport()) + (comm.transport().has_tcp() ? "+tcp" : "");
+        return std::pair(how, run_all(comm, large, {"ring", "halving_doubling"}));
       },
       o);
+  for (auto const& [how, _] : out_tcp) BOOST_TEST(how == "tttt+tcp");
+  std::vector<std::vector<record>> got;
+  for (auto& [_, records] : out_tcp) got.push_back(std::move(records));
   auto want = gcl::spawn<gcl::inproc_transport>(4, [](auto& comm) {
     return run_all(comm, large, {"ring", "halving_doubling"});
   });
@@ -291,14 +299,16 @@ BOOST_AUTO_TEST_CASE(transport_tcp_and_shm) {
 
   auto s = scaled({});
   s.mode = gcl::transport_mode::shm;
-  auto got_shm = gcl::spawn<gcl::hybrid_transport>(
+  auto out_shm = gcl::spawn<gcl::hybrid_transport>(
       4,
       [&](auto& comm) {
-        BOOST_TEST(paths(comm.transport()) == "ssss");
-        BOOST_TEST(!comm.transport().has_tcp());
-        return run_all(comm, large, {"ring", "halving_doubling"});
+        auto how = paths(comm.transport()) + (comm.transport().has_tcp() ? "+tcp" : "");
+        return std::pair(how, run_all(comm, large, {"ring", "halving_doubling"}));
       },
       s);
+  for (auto const& [how, _] : out_shm) BOOST_TEST(how == "ssss");
+  std::vector<std::vector<record>> got_shm;
+  for (auto& [_, records] : out_shm) got_shm.push_back(std::move(records));
   compare(4, got_shm, want);
 }
 
