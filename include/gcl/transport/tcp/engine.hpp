@@ -154,21 +154,7 @@ class tcp_impl {
     throw_if_unusable(lock, "recv from", peer);
     auto it = inbox_.find(key(peer, tg));
     if (it != inbox_.end() && !it->second.empty()) {
-      tcp_message m = std::move(it->second.front());
-      if (m.size != in.size() || !(m.call == call_)) {
-        auto what = prefix() + "expected " + std::to_string(in.size()) + " bytes for " +
-                    describe(call_) + " from " + peers_[peer].where + " (" + tag_text(tg) +
-                    "), but rank " + std::to_string(peer) + " sent " + std::to_string(m.size) +
-                    " bytes for " + describe(m.call);
-        it->second.front() = std::move(m);
-        poison(errc::mismatch, what, true);
-        throw transport_error(errc::mismatch, what);
-      }
-      it->second.pop_front();
-      lock.unlock();
-      if (!in.empty()) std::memcpy(in.data(), m.data.get(), in.size());
-      lock.lock();
-      pool_.give(std::move(m));
+      take_queued(lock, it->second, peer, tg, in);
       return true;
     }
     if (peer != o_.rank && peers_[peer].finished) {
@@ -352,21 +338,7 @@ class tcp_impl {
         auto it = inbox_.find(k);
         if (it != inbox_.end() && !it->second.empty()) {
           unpost(lock, pr);
-          tcp_message m = std::move(it->second.front());
-          if (m.size != in.size() || !(m.call == call_)) {
-            auto what = prefix() + "expected " + std::to_string(in.size()) + " bytes for " +
-                        describe(call_) + " from " + peers_[peer].where + " (" + tag_text(tg) +
-                        "), but rank " + std::to_string(peer) + " sent " + std::to_string(m.size) +
-                        " bytes for " + describe(m.call);
-            it->second.front() = std::move(m);
-            poison(errc::mismatch, what, true);
-            throw transport_error(errc::mismatch, what);
-          }
-          it->second.pop_front();
-          lock.unlock();
-          if (!in.empty()) std::memcpy(in.data(), m.data.get(), in.size());
-          lock.lock();
-          pool_.give(std::move(m));
+          take_queued(lock, it->second, peer, tg, in);
           return;
         }
         if (peer != o_.rank && peers_[peer].finished) {
@@ -435,6 +407,27 @@ class tcp_impl {
   }
 
  private:
+  // Takes the first message of `queue` (peer, tg's) into `in` and gives its buffer back to the
+  // pool. One of another size or call stays queued, poisons the transport, and throws mismatch.
+  void take_queued(std::unique_lock<std::mutex>& lock, std::deque<tcp_message>& queue, int peer,
+                   tag tg, std::span<std::byte> in) {
+    tcp_message m = std::move(queue.front());
+    if (m.size != in.size() || !(m.call == call_)) {
+      auto what = prefix() + "expected " + std::to_string(in.size()) + " bytes for " +
+                  describe(call_) + " from " + peers_[peer].where + " (" + tag_text(tg) +
+                  "), but rank " + std::to_string(peer) + " sent " + std::to_string(m.size) +
+                  " bytes for " + describe(m.call);
+      queue.front() = std::move(m);
+      poison(errc::mismatch, what, true);
+      throw transport_error(errc::mismatch, what);
+    }
+    queue.pop_front();
+    lock.unlock();
+    if (!in.empty()) std::memcpy(in.data(), m.data.get(), in.size());
+    lock.lock();
+    pool_.give(std::move(m));
+  }
+
   static std::uint64_t key(int peer, tag tg) {
     return (static_cast<std::uint64_t>(static_cast<std::uint32_t>(peer)) << 32) |
            static_cast<std::uint32_t>(tg);
