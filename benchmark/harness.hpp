@@ -47,6 +47,7 @@
 #include <string_view>
 #include <thread>
 #include <tuple>
+#include <type_traits>
 #include <vector>
 
 #include "bind.hpp"
@@ -77,6 +78,7 @@ struct gcl_options : options {
   double timeout_s = 60;
   std::string bind = "auto";  ///< auto (as Open MPI: core if P <= cores, else none), core, none
   bool calibrate = false;     ///< calibrate the cost model on the live transport first
+  std::uint64_t ring_segment_bytes = 0;  ///< ring's segment_bytes (0: unsegmented)
 };
 
 namespace detail {
@@ -227,6 +229,8 @@ std::uint64_t run_rank(Comm& comm, gcl_options const& o, std::string const& impl
           [&](auto... alg) {
             auto one = [&](auto a) {
               using Alg = decltype(a);
+              if constexpr (std::is_same_v<Alg, gcl::ring>)
+                a.segment_bytes = static_cast<std::size_t>(o.ring_segment_bytes);
               if constexpr (Call::template supports<Alg, Comm, T, Op>) {
                 valid += (valid.empty() ? "" : ", ") + std::string(Alg::name);
                 if (Alg::name == name) {
@@ -278,6 +282,11 @@ int run(int argc, char** argv) {
          "--bind", o.bind,
          "pin each rank to a core: auto (as Open MPI does: when ranks <= cores), core, none")
       ->check(CLI::IsMember({"auto", "core", "none"}))
+      ->capture_default_str();
+  app.add_option("--ring-segment", o.ring_segment_bytes,
+                 "ring only: cut each step's message into segments of this many bytes, reducing "
+                 "one while the next arrives (suffixes K, M; 0: whole chunks)")
+      ->transform(CLI::AsSizeValue(false))
       ->capture_default_str();
   app.add_flag("--calibrate", o.calibrate,
                "measure the cost model on this transport first (pred column, automatic)");

@@ -50,6 +50,7 @@ BOOST_AUTO_TEST_CASE(every_name_is_distinct) {
                  gcl::name_of(static_cast<gcl::call_kind>(j)));
   }
   BOOST_TEST(gcl::name_of(gcl::call_kind::exscan) == "exscan");
+  BOOST_TEST(gcl::name_of(gcl::call_kind::split) == "split");
 }
 
 BOOST_AUTO_TEST_CASE(counts_digest_tells_counts_apart) {

@@ -21,8 +21,16 @@ namespace gcl {
 ///     comm.send(1, payload, gcl::tag{7});
 enum class tag : std::uint32_t {};
 
-/// Tags at or above this value are reserved for collectives and transport decorators.
-inline constexpr std::uint32_t tag_user_limit = 1u << 30;
+/// Tags at or above this value (2^20, where MPI promises at least 2^15 - 1) are reserved: for
+/// collectives, transport decorators and the communicator's context (bits 20-29, which keep
+/// the messages of communicators made by `split` and `dup` apart; detail/context.hpp).
+inline constexpr std::uint32_t tag_user_limit = 1u << 20;
+
+namespace detail {
+/// A collective's sequence number carries its communicator's context id from this bit up
+/// (detail/context.hpp), so that numbers of different communicators never compare equal.
+inline constexpr int sequence_context_shift = 40;
+}  // namespace detail
 
 /// The operation a message belongs to. `point_to_point` for the user's own send/recv.
 enum class call_kind : std::uint8_t {
@@ -44,10 +52,11 @@ enum class call_kind : std::uint8_t {
   reduce_scatterv,
   scan,
   exscan,
+  split,  ///< communicator::split and dup: the exchange of colors, keys and free contexts
 };
 
 /// The last `call_kind`: what a decoder of the wire accepts.
-inline constexpr call_kind last_call_kind = call_kind::exscan;
+inline constexpr call_kind last_call_kind = call_kind::split;
 
 /// Collectives whose ranks pass per-rank counts (gatherv, ...). Their `call_info::count` is not
 /// a number of elements: it is `counts_digest` of the counts every rank passes (all_to_allv,
@@ -119,7 +128,8 @@ constexpr std::string_view name_of(call_kind k) noexcept {
   constexpr std::string_view names[] = {
       "send/recv", "all_reduce",  "reduce",      "broadcast",       "reduce_scatter", "all_gather",
       "gather",    "scatter",     "all_to_all",  "barrier",         "calibrate",      "gatherv",
-      "scatterv",  "all_gatherv", "all_to_allv", "reduce_scatterv", "scan",           "exscan"};
+      "scatterv",  "all_gatherv", "all_to_allv", "reduce_scatterv", "scan",           "exscan",
+      "split"};
   return names[static_cast<int>(k)];
 }
 
@@ -184,14 +194,25 @@ constexpr std::uint64_t counts_digest(Counts const& counts) noexcept {
   return h;
 }
 
+namespace detail {
+/// "#3", or "#3 of communicator 2" for a collective of a communicator made by split or dup
+/// (its context in the sequence number's high bits): how messages number a collective.
+inline std::string sequence_text(std::uint64_t sequence) {
+  std::string s = "#" + std::to_string(sequence & ((std::uint64_t{1} << sequence_context_shift) - 1));
+  if (auto ctx = sequence >> sequence_context_shift; ctx != 0)
+    s += " of communicator " + std::to_string(ctx);
+  return s;
+}
+}  // namespace detail
+
 /// "all_reduce #3 (ring, sum, 1000 x float32)" or "send/recv": for error messages.
 inline std::string describe(call_info const& c) {
   if (c.kind == call_kind::point_to_point) return std::string(name_of(c.kind));
   std::string s(name_of(c.kind));
   // Appended piece by piece: GCC 12 at -O3 warns (-Wrestrict, a false positive) about the
   // memcpy inside `"literal" + std::string&&` once this is inlined into a caller.
-  s += " #";
-  s += std::to_string(c.sequence);
+  s += " ";
+  s += detail::sequence_text(c.sequence);
   s += " (";
   s += c.algorithm;
   s += ", ";

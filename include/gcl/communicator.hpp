@@ -3,9 +3,12 @@
 /// `communicator<Transport>`: a rank's handle on its group. Point-to-point primitives are
 /// members (as in Boost.Asio's sockets); collectives are free functions in collective/.
 
+#include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <ranges>
 #include <span>
 #include <string>
@@ -17,6 +20,7 @@
 
 #include "call_info.hpp"
 #include "concepts.hpp"
+#include "detail/context.hpp"
 #include "detail/error_text.hpp"
 #include "error.hpp"
 
@@ -70,20 +74,30 @@ inline constexpr char type_key = 0;
 ///       if (comm.rank() == 0) comm.send(1, std::vector<int>{1, 2, 3});
 ///       else { std::vector<int> v(3); comm.recv(0, v); }
 ///     });
+///
+/// `split` and `dup` make communicators over a subset of the ranks (or all of them) that share
+/// this one's transport, no new connection made: their messages never meet this one's, each
+/// numbers its own collectives, and each may be destroyed before or after the others.
 template <transport Transport>
 class communicator {
  public:
   using transport_type = Transport;
+
+  /// The `color` with which a rank takes part in `split` without joining any of the new
+  /// communicators (MPI_UNDEFINED); it then gets `std::nullopt`.
+  static constexpr int no_color = -1;
 
   /// A pending non-blocking operation: `wait()` blocks until done, `test()` polls.
   class request {
    public:
     request() = default;  // already complete
     void wait() {
-      if (auto* d = std::get_if<deferred>(&state_))
-        d->self->transport_.recv(d->peer, d->tg, d->in);
-      else if constexpr (irecv_transport<Transport>) {
-        if (auto* n = std::get_if<native>(&state_)) n->wait();
+      if (auto* d = std::get_if<deferred>(&state_)) {
+        auto const in = *d;
+        state_ = std::monostate{};
+        in.self->annotated([&] { in.self->transport_->recv(in.peer, in.tg, in.in); });
+      } else if constexpr (irecv_transport<Transport>) {
+        if (auto* n = std::get_if<native>(&state_)) self_->annotated([&] { n->wait(); });
       }
       state_ = std::monostate{};
     }
@@ -92,7 +106,7 @@ class communicator {
     bool test() {
       if constexpr (irecv_transport<Transport>) {
         if (auto* n = std::get_if<native>(&state_)) {
-          if (!n->test()) return false;
+          if (!self_->annotated([&] { return n->test(); })) return false;
           state_ = std::monostate{};
           return true;
         }
@@ -105,10 +119,11 @@ class communicator {
     friend class communicator;
     struct deferred {
       communicator* self;
-      int peer;
+      int peer;  // in the transport's numbering, and the tag with this communicator's context
       tag tg;
       std::span<std::byte> in;
     };
+    communicator* self_ = nullptr;
     using native = typename detail::native_request<Transport>::type;
     std::variant<std::monostate, deferred, native> state_;
   };
@@ -126,22 +141,68 @@ class communicator {
     communicator& self_;
   };
 
-  explicit communicator(Transport t) : transport_(std::move(t)) {}
+  /// The world communicator of `t`: every rank of the transport, numbered as it numbers them.
+  explicit communicator(Transport t)
+      : transport_(std::make_shared<Transport>(std::move(t))),
+        contexts_(std::make_shared<detail::context_registry>()),
+        rank_(transport_->rank()),
+        size_(transport_->size()) {}
+
+  // One communicator per (rank, group): a copy would share its context and sequence numbers.
+  communicator(communicator const&) = delete;
+  communicator& operator=(communicator const&) = delete;
+  communicator(communicator&& other) noexcept
+      : transport_(std::move(other.transport_)),
+        contexts_(std::move(other.contexts_)),
+        members_(std::move(other.members_)),
+        rank_(other.rank_),
+        size_(other.size_),
+        context_(std::exchange(other.context_, 0)),
+        sequence_(other.sequence_),
+        in_collective_(other.in_collective_),
+        scratch_(std::move(other.scratch_)),
+        cached_(std::move(other.cached_)) {}
+  communicator& operator=(communicator&& other) noexcept {
+    if (this != &other) {
+      release_context();
+      transport_ = std::move(other.transport_);
+      contexts_ = std::move(other.contexts_);
+      members_ = std::move(other.members_);
+      rank_ = other.rank_;
+      size_ = other.size_;
+      context_ = std::exchange(other.context_, 0);
+      sequence_ = other.sequence_;
+      in_collective_ = other.in_collective_;
+      scratch_ = std::move(other.scratch_);
+      cached_ = std::move(other.cached_);
+    }
+    return *this;
+  }
+  /// Gives this communicator's context id back (on this rank; see detail/context.hpp).
+  ~communicator() { release_context(); }
 
   /// This rank, in [0, size()).
-  int rank() const noexcept { return transport_.rank(); }
+  int rank() const noexcept { return rank_; }
   /// The number of ranks in the group.
-  int size() const noexcept { return transport_.size(); }
-  /// The underlying transport, for its own options and statistics.
-  Transport& transport() noexcept { return transport_; }
-  Transport const& transport() const noexcept { return transport_; }
+  int size() const noexcept { return size_; }
+  /// The underlying transport, for its own options and statistics. Communicators made by
+  /// `split` and `dup` share their parent's: its numbering of ranks is `transport_rank`'s.
+  Transport& transport() noexcept { return *transport_; }
+  Transport const& transport() const noexcept { return *transport_; }
+  /// The transport's number for rank `r` of this communicator (`r` itself in the world's).
+  int transport_rank(int r) const noexcept {
+    return members_ ? (*members_)[static_cast<std::size_t>(r)] : r;
+  }
+  /// 0 for the world communicator; each communicator made by `split` or `dup` has another,
+  /// the same on all its ranks (error messages say "communicator N").
+  std::uint32_t context() const noexcept { return context_; }
 
   /// Sends `data` (a range or a value) to `peer`; returns once `data` may be reused.
   template <sendable T>
   void send(int peer, T const& data, tag tg = tag{0}) {
     check_peer(peer, "send to");
     check_tag(tg);
-    transport_.send(peer, tg, detail::bytes_of(data));
+    annotated([&] { transport_->send(transport_rank(peer), wire(tg), detail::bytes_of(data)); });
   }
 
   /// Receives into `data`, which must have exactly the size that `peer` sent.
@@ -150,7 +211,9 @@ class communicator {
       (!std::is_const_v<std::remove_reference_t<T>>)void recv(int peer, T&& data, tag tg = tag{0}) {
     check_peer(peer, "recv from");
     check_tag(tg);
-    transport_.recv(peer, tg, detail::writable_bytes_of(data));
+    annotated([&] {
+      transport_->recv(transport_rank(peer), wire(tg), detail::writable_bytes_of(data));
+    });
   }
 
   /// Receives one value: `int n = comm.recv<int>(0);`
@@ -168,12 +231,16 @@ class communicator {
     check_peer(dst, "send to");
     check_peer(src, "recv from");
     check_tag(tg);
-    if constexpr (sendrecv_transport<Transport>) {
-      transport_.sendrecv(dst, tg, detail::bytes_of(out), src, tg, detail::writable_bytes_of(in));
-    } else {
-      transport_.send(dst, tg, detail::bytes_of(out));  // eager, so this cannot deadlock
-      transport_.recv(src, tg, detail::writable_bytes_of(in));
-    }
+    int const d = transport_rank(dst), s = transport_rank(src);
+    tag const w = wire(tg);
+    annotated([&] {
+      if constexpr (sendrecv_transport<Transport>) {
+        transport_->sendrecv(d, w, detail::bytes_of(out), s, w, detail::writable_bytes_of(in));
+      } else {
+        transport_->send(d, w, detail::bytes_of(out));  // eager, so this cannot deadlock
+        transport_->recv(s, w, detail::writable_bytes_of(in));
+      }
+    });
   }
 
   /// Non-blocking send. Sends are eager, so the returned request is already complete.
@@ -190,18 +257,89 @@ class communicator {
     check_peer(peer, "recv from");
     check_tag(tg);
     request r;
+    r.self_ = this;
     if constexpr (irecv_transport<Transport>)
-      r.state_.template emplace<typename request::native>(
-          transport_.irecv(peer, tg, detail::writable_bytes_of(data)));
+      annotated([&] {
+        r.state_.template emplace<typename request::native>(
+            transport_->irecv(transport_rank(peer), wire(tg), detail::writable_bytes_of(data)));
+      });
     else
-      r.state_ = typename request::deferred{this, peer, tg, detail::writable_bytes_of(data)};
+      r.state_ = typename request::deferred{this, transport_rank(peer), wire(tg),
+                                            detail::writable_bytes_of(data)};
     return r;
   }
+
+  /// A new communicator of the ranks that pass the same `color` (>= 0), numbered by `key`,
+  /// ties by their rank here (MPI_Comm_split). Collective: every rank of this communicator
+  /// calls it, in the same place of its sequence of collectives. A rank passing `no_color`
+  /// takes part but gets `std::nullopt`. The new communicator shares this one's transport (no
+  /// connection is made), has its own context (messages of the two never meet) and numbers its
+  /// own collectives; it may outlive this one.
+  ///
+  ///     auto row = *comm.split(comm.rank() / cols, comm.rank() % cols);
+  ///     auto col = *comm.split(comm.rank() % cols, comm.rank() / cols);
+  ///     gcl::all_reduce(row, v, gcl::sum{});  // then over col: the sum over all ranks
+  std::optional<communicator> split(int color, int key) {
+    if (color < 0 && color != no_color)
+      throw usage_error(detail::rank_prefix(rank()) + "split color " + std::to_string(color) +
+                        " is negative; colors are >= 0, or no_color (" +
+                        std::to_string(no_color) + ") for a rank that joins no new communicator");
+    struct offer {
+      std::int32_t color, key;
+      detail::context_set used;
+    };
+    std::vector<offer> all(static_cast<std::size_t>(size()));
+    offer const mine{color, key, contexts_->used};
+    all[static_cast<std::size_t>(rank())] = mine;
+    {
+      // Everyone's color, key and used contexts, from everyone (each pair once in each
+      // direction, so the count of messages is size * (size - 1), as gcl::direct's all_gather).
+      call_info info;
+      info.kind = call_kind::split;
+      info.count = 1;
+      detail::copy_name(info.algorithm, "direct");
+      auto scope = begin_call(info);
+      for (int d = 1; d < size(); ++d) {
+        int const to = (rank() + d) % size(), from = (rank() - d + size()) % size();
+        sendrecv(to, mine, from, all[static_cast<std::size_t>(from)], detail::collective_tag);
+      }
+    }
+    // The lowest id that no rank of this communicator uses: the same on every rank, and new
+    // communicators of different colors may share it (they have no rank in common).
+    detail::context_set used;
+    for (auto const& o : all) used |= o.used;
+    std::uint32_t const id = used.lowest_free();
+    if (id == 0)
+      throw usage_error(detail::rank_prefix(rank()) + "split: all " +
+                        std::to_string(detail::context_count - 1) +
+                        " communicator contexts are in use on some rank of this communicator; "
+                        "destroy communicators made by split or dup that are no longer needed");
+    if (color == no_color) return std::nullopt;
+    std::vector<int> order;
+    for (int r = 0; r < size(); ++r)
+      if (all[static_cast<std::size_t>(r)].color == color) order.push_back(r);
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+      return all[static_cast<std::size_t>(a)].key < all[static_cast<std::size_t>(b)].key;
+    });
+    auto members = std::make_shared<std::vector<int>>();
+    int new_rank = 0;
+    for (std::size_t i = 0; i < order.size(); ++i) {
+      if (order[i] == rank()) new_rank = static_cast<int>(i);
+      members->push_back(transport_rank(order[i]));
+    }
+    contexts_->used.insert(id);
+    return communicator(transport_, contexts_, std::move(members), new_rank, id);
+  }
+
+  /// A communicator of the same ranks, numbered alike, with a context of its own
+  /// (MPI_Comm_dup): a library given one can send and run collectives on it without meeting
+  /// its caller's messages. Collective, like `split`.
+  communicator dup() { return std::move(*split(0, rank())); }
 
   /// Marks the start of a collective: numbers it and tells a call-aware transport, so that its
   /// messages are checked against the peers' view of the same call. Used by collective/.
   [[nodiscard]] call_scope begin_call(call_info info) {
-    info.sequence = ++sequence_;
+    info.sequence = detail::context_sequence(++sequence_, context_);
     set_call(info);
     return call_scope(*this);
   }
@@ -234,13 +372,55 @@ class communicator {
     return *static_cast<State*>(cached_.back().second.get());
   }
 
+  /// Over `gcl::counting<...>`: what it counted of this communicator's own messages (those of
+  /// the communicators split from it, or of its parent, are counted apart).
+  decltype(auto) stats() const
+  requires requires(Transport const& t) { t.stats(std::uint32_t{}); }
+  { return transport_->stats(context_); }
+
   /// The number of collectives this communicator has started.
   std::uint64_t collective_count() const noexcept { return sequence_; }
 
  private:
+  communicator(std::shared_ptr<Transport> t, std::shared_ptr<detail::context_registry> contexts,
+               std::shared_ptr<std::vector<int>> members, int rank, std::uint32_t context)
+      : transport_(std::move(t)),
+        contexts_(std::move(contexts)),
+        members_(std::move(members)),
+        rank_(rank),
+        size_(static_cast<int>(members_->size())),
+        context_(context) {}
+
+  void release_context() noexcept {
+    if (context_ != 0 && contexts_) contexts_->used.erase(context_);
+    context_ = 0;
+  }
+
+  // The tag on the wire: the user's or the collective's, with this communicator's context.
+  tag wire(tag tg) const noexcept { return detail::context_tag(tg, context_); }
+
+  // Runs a transport call; in a communicator made by split or dup, an error it throws also
+  // says which of this communicator's ranks the transport's rank numbers are.
+  template <class F>
+  decltype(auto) annotated(F&& f) {
+    if (!members_) return f();
+    try {
+      return f();
+    } catch (transport_error const& e) {
+      std::string what = e.what();
+      // system_error's what() ends with ": <the code's message>", which the new error adds again.
+      if (std::string const tail = ": " + e.code().message();
+          what.size() >= tail.size() && what.compare(what.size() - tail.size(), tail.size(), tail) == 0)
+        what.resize(what.size() - tail.size());
+      throw transport_error(static_cast<errc>(e.code().value()),
+                            what + detail::context_note(context_, members_->size(), members_->data()));
+    }
+  }
+
   void set_call(call_info const& info) {
     in_collective_ = info.kind != call_kind::point_to_point;
-    if constexpr (call_aware_transport<Transport>) transport_.set_call(info);
+    // A call-aware transport checks the messages that peers sent ahead for this call now.
+    if constexpr (call_aware_transport<Transport>) annotated([&] { transport_->set_call(info); });
   }
   void check_peer(int peer, std::string_view what) const {
     if (peer < 0 || peer >= size())
@@ -256,7 +436,11 @@ class communicator {
                         std::to_string(tag_user_limit));
   }
 
-  Transport transport_;
+  std::shared_ptr<Transport> transport_;  // shared with the communicators split from this one
+  std::shared_ptr<detail::context_registry> contexts_;
+  std::shared_ptr<std::vector<int>> members_;  // transport ranks of ours; null: the world
+  int rank_ = 0, size_ = 0;
+  std::uint32_t context_ = 0;
   std::uint64_t sequence_ = 0;
   bool in_collective_ = false;
   std::vector<std::vector<std::max_align_t>> scratch_ =

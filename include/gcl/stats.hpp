@@ -19,6 +19,12 @@
 /// rather than a header on the payload keeps the payload's bytes, size checks and the wrapped
 /// transport's zero-copy paths (posted receives, `irecv` into the user's buffer) exactly as
 /// without counting, at the price of one uncounted small message per counted one.
+///
+/// Counts and clocks are kept per communicator: the messages of a communicator made by `split`
+/// or `dup` (its context, in the tag: detail/context.hpp) are counted apart from the world's,
+/// and their rounds on a clock of their own, so that a sub-communicator's collective counts
+/// exactly as on a world of its size. `stats()` is the world communicator's; a communicator's
+/// own: `comm.stats()`.
 
 #include <algorithm>
 #include <cstddef>
@@ -28,9 +34,11 @@
 #include <span>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "call_info.hpp"
 #include "concepts.hpp"
+#include "detail/context.hpp"
 
 namespace gcl {
 
@@ -108,13 +116,19 @@ class counting : public detail::counting_group_base<Transport> {
   int rank() const noexcept { return inner_.rank(); }
   int size() const noexcept { return inner_.size(); }
 
-  /// What was counted since construction or the last `reset()`.
-  transport_stats const& stats() const noexcept { return stats_; }
-  /// Zeroes counts and the round clock. Reset every rank at a point where no counted message
+  /// What was counted of the world communicator's messages since construction or the last
+  /// `reset()`.
+  transport_stats const& stats() const noexcept { return stats(0); }
+  /// What was counted of the messages of the communicator with context id `context`
+  /// (`communicator::context()`; `communicator::stats()` calls this).
+  transport_stats const& stats(std::uint32_t context) const noexcept {
+    static transport_stats const none;
+    return context < contexts_.size() ? contexts_[context].stats : none;
+  }
+  /// Zeroes counts and round clocks. Reset every rank at a point where no counted message
   /// is in flight (e.g. before the first collective, or between two spawns).
   void reset() noexcept {
-    stats_ = transport_stats{};
-    clock_ = 0;
+    for (auto& c : contexts_) c = per_context{};
   }
 
   /// The wrapped transport (messages sent through it directly are not counted).
@@ -126,7 +140,7 @@ class counting : public detail::counting_group_base<Transport> {
   void send(int peer, tag tg, std::span<std::byte const> out) {
     send_depth(peer, tg);
     inner_.send(peer, tg, out);
-    count_sent(out.size());
+    count_sent(tg, out.size());
   }
 
   void recv(int peer, tag tg, std::span<std::byte> in) {
@@ -138,7 +152,7 @@ class counting : public detail::counting_group_base<Transport> {
                 std::span<std::byte> in) requires sendrecv_transport<Transport> {
     send_depth(dst, send_tag);  // before the receive: this message does not depend on it
     inner_.sendrecv(dst, send_tag, out, src, recv_tag, in);
-    count_sent(out.size());
+    count_sent(send_tag, out.size());
     receive_depth(src, recv_tag, in.size());
   }
 
@@ -181,34 +195,45 @@ class counting : public detail::counting_group_base<Transport> {
   }
 
  private:
-  void send_depth(int peer, tag tg) {
-    std::int64_t depth = clock_ + 1;
-    inner_.send(peer, depth_tag(tg), std::as_bytes(std::span(&depth, 1)));
-    stats_.rounds = std::max(stats_.rounds, static_cast<int>(depth));
+  struct per_context {
+    transport_stats stats;
+    std::int64_t clock = 0;
+  };
+  per_context& of(tag tg) {
+    auto const c = detail::context_of(tg);
+    if (c >= contexts_.size()) contexts_.resize(c + 1);
+    return contexts_[c];
   }
-  void count_sent(std::size_t bytes) {
-    stats_.min_message_bytes = stats_.messages_sent == 0
-                                   ? bytes
-                                   : std::min<std::uint64_t>(stats_.min_message_bytes, bytes);
-    stats_.max_message_bytes = std::max<std::uint64_t>(stats_.max_message_bytes, bytes);
-    ++stats_.messages_sent;
-    stats_.bytes_sent += bytes;
-    ++stats_.sent_sizes[bytes];
+
+  void send_depth(int peer, tag tg) {
+    auto& c = of(tg);
+    std::int64_t depth = c.clock + 1;
+    inner_.send(peer, depth_tag(tg), std::as_bytes(std::span(&depth, 1)));
+    c.stats.rounds = std::max(c.stats.rounds, static_cast<int>(depth));
+  }
+  void count_sent(tag tg, std::size_t bytes) {
+    auto& s = of(tg).stats;
+    s.min_message_bytes =
+        s.messages_sent == 0 ? bytes : std::min<std::uint64_t>(s.min_message_bytes, bytes);
+    s.max_message_bytes = std::max<std::uint64_t>(s.max_message_bytes, bytes);
+    ++s.messages_sent;
+    s.bytes_sent += bytes;
+    ++s.sent_sizes[bytes];
   }
 
   void receive_depth(int peer, tag tg, std::size_t bytes) {
     std::int64_t depth = 0;
     inner_.recv(peer, depth_tag(tg), std::as_writable_bytes(std::span(&depth, 1)));
-    clock_ = std::max<std::int64_t>(clock_, depth);
-    stats_.rounds = std::max(stats_.rounds, static_cast<int>(depth));
-    ++stats_.messages_received;
-    stats_.bytes_received += bytes;
+    auto& c = of(tg);
+    c.clock = std::max<std::int64_t>(c.clock, depth);
+    c.stats.rounds = std::max(c.stats.rounds, static_cast<int>(depth));
+    ++c.stats.messages_received;
+    c.stats.bytes_received += bytes;
   }
 
  private:
   Transport inner_;
-  transport_stats stats_;
-  std::int64_t clock_ = 0;
+  std::vector<per_context> contexts_ = std::vector<per_context>(1);  // [0]: the world's
 };
 
 namespace detail {

@@ -22,7 +22,7 @@ namespace gcl::detail {
 /// "collective #3: rank 1 called broadcast #3 (tree, 10 x int32, root 1), rank 0 called
 /// broadcast #3 (tree, 10 x int32, root 0)"
 inline std::string two_calls(int rank_a, call_info const& a, int rank_b, call_info const& b) {
-  return "collective #" + std::to_string(a.sequence) + ": rank " + std::to_string(rank_a) +
+  return "collective " + sequence_text(a.sequence) + ": rank " + std::to_string(rank_a) +
          " called " + describe(a) + ", rank " + std::to_string(rank_b) + " called " + describe(b);
 }
 
@@ -37,54 +37,65 @@ class call_progress {
   };
 
   /// A collective begins (`c.kind` is not point_to_point) or ends (it is).
-  void set(call_info const& c) noexcept {
+  void set(call_info const& c) {
     if (c.kind == call_kind::point_to_point) {
-      in_call_ = false;
+      line(current_).in_call = false;
       return;
     }
-    started_ = c.sequence;
-    in_call_ = true;
-    recent_[c.sequence % recent_.size()] = c;
+    current_ = c.sequence >> sequence_context_shift;
+    auto& l = line(current_);
+    l.started = c.sequence;
+    l.in_call = true;
+    l.recent[c.sequence % l.recent.size()] = c;
   }
 
-  std::uint64_t started() const noexcept { return started_; }
-  bool in_call() const noexcept { return in_call_; }
+  /// The sequence number of this rank's last collective begun (in the communicator of the
+  /// last call), 0 if none.
+  std::uint64_t started() const noexcept { return line(current_).started; }
+  bool in_call() const noexcept { return line(current_).in_call; }
   /// This rank's collective #`sequence`, if it is recent enough to be remembered.
   call_info const* recall(std::uint64_t sequence) const noexcept {
-    if (sequence == 0 || sequence > started_ || started_ - sequence >= recent_.size())
+    auto const& l = line(sequence >> sequence_context_shift);
+    if ((sequence & ~context_bits_mask) == 0 || sequence > l.started ||
+        l.started - sequence >= l.recent.size())
       return nullptr;
-    return &recent_[sequence % recent_.size()];
+    return &l.recent[sequence % l.recent.size()];
   }
 
   verdict check(call_info const& theirs) const noexcept {
     if (theirs.kind == call_kind::point_to_point) return verdict::fine;
-    if (theirs.sequence > started_) return verdict::ahead;
-    if (theirs.sequence == started_ && in_call_)
-      return theirs == recent_[started_ % recent_.size()] ? verdict::fine : verdict::conflict;
+    auto const& l = line(theirs.sequence >> sequence_context_shift);
+    if (theirs.sequence > l.started) return verdict::ahead;
+    if (theirs.sequence == l.started && l.in_call)
+      return theirs == l.recent[l.started % l.recent.size()] ? verdict::fine : verdict::conflict;
     return verdict::stale;
   }
 
   /// This rank's last collective begun; sequence 0 (point_to_point) if none.
   call_info last() const noexcept {
-    if (started_ == 0) return {};
-    return recent_[started_ % recent_.size()];
+    auto const& l = line(current_);
+    if (l.started == 0) return {};
+    return l.recent[l.started % l.recent.size()];
   }
 
   /// What it means that rank `peer` ended its job after its collective `last` (sequence 0: it
   /// called none), as its bye says: empty unless this rank has begun a collective that `peer`
-  /// never called (a later one, or another call of the same number).
+  /// never called (a later one, or another call of the same number) in the communicator of
+  /// `last` (the world's when `peer` called none).
   ///   "collective #4: rank 0 called broadcast #4 (...), but rank 1 ended its job after
   ///    collective #3 (all_reduce #3 (...))"
   std::string ended_disagreement(int me, int peer, call_info const& last) const {
-    if (started_ == 0 || last.sequence > started_) return {};
-    auto const& mine = recent_[started_ % recent_.size()];
-    if (last.sequence == started_)
+    auto const& l = line(last.sequence >> sequence_context_shift);
+    if (l.started == 0 || last.sequence > l.started) return {};
+    auto const& mine = l.recent[l.started % l.recent.size()];
+    if (last.sequence == l.started)
       return last == mine ? std::string() : two_calls(peer, last, me, mine);
-    return "collective #" + std::to_string(started_) + ": rank " + std::to_string(me) + " called " +
-           describe(mine) + ", but rank " + std::to_string(peer) + " ended its job after " +
+    return "collective " + sequence_text(l.started) + ": rank " + std::to_string(me) +
+           " called " + describe(mine) + ", but rank " + std::to_string(peer) +
+           " ended its job after " +
            (last.sequence == 0
                 ? std::string("calling no collective")
-                : "collective #" + std::to_string(last.sequence) + " (" + describe(last) + ")");
+                : "collective " + sequence_text(last.sequence) + " (" + describe(last) + ")");
   }
 
   /// The message for a `conflict` or `stale` verdict: both ranks and both calls.
@@ -95,18 +106,37 @@ class call_progress {
     if (auto const* mine = recall(theirs.sequence))
       s = two_calls(sender, theirs, me, *mine);
     else
-      s = "collective #" + std::to_string(theirs.sequence) + ": rank " + std::to_string(sender) +
+      s = "collective " + sequence_text(theirs.sequence) + ": rank " + std::to_string(sender) +
           " called " + describe(theirs) + ", rank " + std::to_string(me) +
-          " is already at collective #" + std::to_string(started_);
+          " is already at collective " +
+          sequence_text(line(theirs.sequence >> sequence_context_shift).started);
     if (check(theirs) == verdict::stale)
       s += " and finished it without receiving rank " + std::to_string(sender) + "'s message";
     return s;
   }
 
  private:
-  std::uint64_t started_ = 0;  // the sequence number of the last collective begun
-  bool in_call_ = false;
-  std::array<call_info, 16> recent_{};  // recent_[s % 16]: this rank's collective #s
+  // One timeline per communicator (the context in a sequence number's high bits: the
+  // communicators made by split and dup number their collectives apart from the world's, and
+  // a message is compared only with calls of its own communicator).
+  struct timeline {
+    std::uint64_t started = 0;  // the sequence number of the last collective begun
+    bool in_call = false;
+    std::array<call_info, 16> recent{};  // recent[s % 16]: this rank's collective #s
+  };
+  static constexpr std::uint64_t context_bits_mask = ~((std::uint64_t{1} << sequence_context_shift) - 1);
+
+  timeline& line(std::uint64_t context) {
+    if (context >= lines_.size()) lines_.resize(static_cast<std::size_t>(context) + 1);
+    return lines_[static_cast<std::size_t>(context)];
+  }
+  timeline const& line(std::uint64_t context) const noexcept {
+    static timeline const none;
+    return context < lines_.size() ? lines_[static_cast<std::size_t>(context)] : none;
+  }
+
+  std::uint64_t current_ = 0;  // the communicator of the last call begun
+  std::vector<timeline> lines_ = std::vector<timeline>(1);  // [0]: the world's
 };
 
 /// One rank's answer to "where are you?", for timeout messages.
@@ -130,7 +160,7 @@ inline std::string describe_stall(call_info mine, std::vector<rank_status> const
     if (mine.kind == call_kind::point_to_point) return {};
   }
   auto const s = mine.sequence;
-  std::string const what = std::string(name_of(mine.kind)) + " #" + std::to_string(s);
+  std::string const what = std::string(name_of(mine.kind)) + " " + sequence_text(s);
   std::vector<int> silent, behind, waiting, waiting_on, done;
   std::vector<std::uint64_t> behind_at;
   for (auto const& r : all) {
@@ -156,7 +186,7 @@ inline std::string describe_stall(call_info mine, std::vector<rank_status> const
     parts.push_back("rank " + std::to_string(behind[i]) + " has not started " + what +
                     (behind_at[i] == 0
                          ? " (it has started no collective)"
-                         : " (its last collective is #" + std::to_string(behind_at[i]) + ")"));
+                         : " (its last collective is " + sequence_text(behind_at[i]) + ")"));
   if (!silent.empty())
     parts.push_back(list(silent) + (silent.size() == 1 ? " does" : " do") +
                     " not answer (stopped, hung, or gone)");

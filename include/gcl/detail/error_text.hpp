@@ -10,6 +10,7 @@
 #include <string>
 
 #include "../call_info.hpp"
+#include "context.hpp"
 
 namespace gcl::detail {
 
@@ -20,10 +21,15 @@ inline std::string rank_prefix(int rank) {
 }
 
 /// "tag 7" for a user's tag, "library tag 2147483648" for one the library reserves (collectives
-/// and decorators), so that a report says whose message it was.
+/// and decorators), so that a report says whose message it was; "tag 7 of communicator 3" for
+/// one of a communicator made by split or dup (its context id in bits 20-29, context.hpp).
 inline std::string tag_text(tag tg) {
-  auto v = static_cast<std::uint32_t>(tg);
-  return v >= tag_user_limit ? "library tag " + std::to_string(v) : "tag " + std::to_string(v);
+  auto const ctx = context_of(tg);
+  auto const bare = static_cast<std::uint32_t>(tag_without_context(tg));
+  std::string s = bare >= tag_user_limit ? "library tag " + std::to_string(bare)
+                                         : "tag " + std::to_string(bare);
+  if (ctx != 0) s += " of communicator " + std::to_string(ctx);
+  return s;
 }
 
 /// "1.5 s", "200 ms": how long a timeout was, for error messages.
