@@ -47,8 +47,8 @@ std::string everywhere(int p, F f) {
   auto first = [&](std::vector<std::string> const& errors, char const* over) -> std::string {
     for (int r = 0; r < p; ++r)
       if (!errors[static_cast<std::size_t>(r)].empty())
-        return std::string(over) + " P=" + std::to_string(p) + " rank " + std::to_string(r) +
-               ": " + errors[static_cast<std::size_t>(r)];
+        return std::string(over) + " P=" + std::to_string(p) + " rank " + std::to_string(r) + ": " +
+               errors[static_cast<std::size_t>(r)];
     return "";
   };
   std::string e = first(gcl::spawn<gcl::inproc_transport>(p, f), "inproc");
@@ -129,8 +129,8 @@ BOOST_AUTO_TEST_CASE(members_are_ordered_by_key_then_rank_and_no_color_joins_not
       if (old != want) return "members " + text(old) + ", want " + text(want);
       for (int i = 0; i < sub->size(); ++i)
         if (sub->transport_rank(i) != want[static_cast<std::size_t>(i)])
-          return "transport_rank(" + std::to_string(i) + ") = " +
-                 std::to_string(sub->transport_rank(i));
+          return "transport_rank(" + std::to_string(i) +
+                 ") = " + std::to_string(sub->transport_rank(i));
       std::vector<int> v{me + 1};
       gcl::all_reduce(*sub, v, gcl::sum{}, gcl::recursive_doubling{});
       int sum = 0;
@@ -202,7 +202,8 @@ BOOST_AUTO_TEST_CASE(counting_counts_each_communicator_as_a_world_of_its_size) {
       // The world saw only the split's exchange (doc/algorithms.md): a message of 136 bytes to
       // each other rank, N - 1 rounds.
       BOOST_TEST(world.messages_sent == static_cast<unsigned>(p - 1), "P=" << p << " rank " << r);
-      BOOST_TEST(world.bytes_sent == 136u * static_cast<unsigned>(p - 1), "P=" << p << " rank " << r);
+      BOOST_TEST(world.bytes_sent == 136u * static_cast<unsigned>(p - 1),
+                 "P=" << p << " rank " << r);
       BOOST_TEST(world.rounds == p - 1, "P=" << p << " rank " << r);
     }
   }

@@ -126,10 +126,10 @@ constexpr std::string_view name_of(dtype t) noexcept {
 }
 constexpr std::string_view name_of(call_kind k) noexcept {
   constexpr std::string_view names[] = {
-      "send/recv", "all_reduce",  "reduce",      "broadcast",       "reduce_scatter", "all_gather",
-      "gather",    "scatter",     "all_to_all",  "barrier",         "calibrate",      "gatherv",
-      "scatterv",  "all_gatherv", "all_to_allv", "reduce_scatterv", "scan",           "exscan",
-      "split"};
+      "send/recv",       "all_reduce", "reduce",   "broadcast",   "reduce_scatter",
+      "all_gather",      "gather",     "scatter",  "all_to_all",  "barrier",
+      "calibrate",       "gatherv",    "scatterv", "all_gatherv", "all_to_allv",
+      "reduce_scatterv", "scan",       "exscan",   "split"};
   return names[static_cast<int>(k)];
 }
 
@@ -198,7 +198,8 @@ namespace detail {
 /// "#3", or "#3 of communicator 2" for a collective of a communicator made by split or dup
 /// (its context in the sequence number's high bits): how messages number a collective.
 inline std::string sequence_text(std::uint64_t sequence) {
-  std::string s = "#" + std::to_string(sequence & ((std::uint64_t{1} << sequence_context_shift) - 1));
+  std::string s =
+      "#" + std::to_string(sequence & ((std::uint64_t{1} << sequence_context_shift) - 1));
   if (auto ctx = sequence >> sequence_context_shift; ctx != 0)
     s += " of communicator " + std::to_string(ctx);
   return s;

@@ -211,9 +211,8 @@ class communicator {
       (!std::is_const_v<std::remove_reference_t<T>>)void recv(int peer, T&& data, tag tg = tag{0}) {
     check_peer(peer, "recv from");
     check_tag(tg);
-    annotated([&] {
-      transport_->recv(transport_rank(peer), wire(tg), detail::writable_bytes_of(data));
-    });
+    annotated(
+        [&] { transport_->recv(transport_rank(peer), wire(tg), detail::writable_bytes_of(data)); });
   }
 
   /// Receives one value: `int n = comm.recv<int>(0);`
@@ -282,8 +281,8 @@ class communicator {
   std::optional<communicator> split(int color, int key) {
     if (color < 0 && color != no_color)
       throw usage_error(detail::rank_prefix(rank()) + "split color " + std::to_string(color) +
-                        " is negative; colors are >= 0, or no_color (" +
-                        std::to_string(no_color) + ") for a rank that joins no new communicator");
+                        " is negative; colors are >= 0, or no_color (" + std::to_string(no_color) +
+                        ") for a rank that joins no new communicator");
     struct offer {
       std::int32_t color, key;
       detail::context_set used;
@@ -374,8 +373,7 @@ class communicator {
 
   /// Over `gcl::counting<...>`: what it counted of this communicator's own messages (those of
   /// the communicators split from it, or of its parent, are counted apart).
-  decltype(auto) stats() const
-  requires requires(Transport const& t) { t.stats(std::uint32_t{}); }
+  decltype(auto) stats() const requires requires(Transport const& t) { t.stats(std::uint32_t{}); }
   { return transport_->stats(context_); }
 
   /// The number of collectives this communicator has started.
@@ -410,10 +408,12 @@ class communicator {
       std::string what = e.what();
       // system_error's what() ends with ": <the code's message>", which the new error adds again.
       if (std::string const tail = ": " + e.code().message();
-          what.size() >= tail.size() && what.compare(what.size() - tail.size(), tail.size(), tail) == 0)
+          what.size() >= tail.size() &&
+          what.compare(what.size() - tail.size(), tail.size(), tail) == 0)
         what.resize(what.size() - tail.size());
-      throw transport_error(static_cast<errc>(e.code().value()),
-                            what + detail::context_note(context_, members_->size(), members_->data()));
+      throw transport_error(
+          static_cast<errc>(e.code().value()),
+          what + detail::context_note(context_, members_->size(), members_->data()));
     }
   }
 

@@ -90,9 +90,8 @@ class call_progress {
     auto const& mine = l.recent[l.started % l.recent.size()];
     if (last.sequence == l.started)
       return last == mine ? std::string() : two_calls(peer, last, me, mine);
-    return "collective " + sequence_text(l.started) + ": rank " + std::to_string(me) +
-           " called " + describe(mine) + ", but rank " + std::to_string(peer) +
-           " ended its job after " +
+    return "collective " + sequence_text(l.started) + ": rank " + std::to_string(me) + " called " +
+           describe(mine) + ", but rank " + std::to_string(peer) + " ended its job after " +
            (last.sequence == 0
                 ? std::string("calling no collective")
                 : "collective " + sequence_text(last.sequence) + " (" + describe(last) + ")");
@@ -124,7 +123,8 @@ class call_progress {
     bool in_call = false;
     std::array<call_info, 16> recent{};  // recent[s % 16]: this rank's collective #s
   };
-  static constexpr std::uint64_t context_bits_mask = ~((std::uint64_t{1} << sequence_context_shift) - 1);
+  static constexpr std::uint64_t context_bits_mask =
+      ~((std::uint64_t{1} << sequence_context_shift) - 1);
 
   timeline& line(std::uint64_t context) {
     if (context >= lines_.size()) lines_.resize(static_cast<std::size_t>(context) + 1);

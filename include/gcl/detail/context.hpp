@@ -41,8 +41,7 @@ constexpr std::uint32_t context_of(tag tg) noexcept {
 }
 /// The user's (or collective's) tag without its context bits.
 constexpr tag tag_without_context(tag tg) noexcept {
-  return tag{static_cast<std::uint32_t>(tg) &
-             ~((context_count - 1) << context_tag_shift)};
+  return tag{static_cast<std::uint32_t>(tg) & ~((context_count - 1) << context_tag_shift)};
 }
 /// The sequence number a communicator of context `ctx` gives its `n`-th collective.
 constexpr std::uint64_t context_sequence(std::uint64_t n, std::uint32_t ctx) noexcept {
@@ -53,9 +52,7 @@ constexpr std::uint64_t context_sequence(std::uint64_t n, std::uint32_t ctx) noe
 struct context_set {
   std::array<std::uint64_t, context_count / 64> words{};
 
-  bool contains(std::uint32_t id) const noexcept {
-    return (words[id / 64] >> (id % 64)) & 1u;
-  }
+  bool contains(std::uint32_t id) const noexcept { return (words[id / 64] >> (id % 64)) & 1u; }
   void insert(std::uint32_t id) noexcept { words[id / 64] |= std::uint64_t{1} << (id % 64); }
   void erase(std::uint32_t id) noexcept { words[id / 64] &= ~(std::uint64_t{1} << (id % 64)); }
   /// Adds the ids of `other`: after the exchange, the ids some rank uses.
