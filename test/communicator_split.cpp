@@ -3,8 +3,8 @@
 // column all_reduces against one over the whole job, messages of different communicators never
 // meeting, mismatches inside a group named in both numberings, counting per communicator, and
 // the context ids running out and coming back. Over inproc, counting<inproc>, shm (threads)
-// and, built with GCL_TEST_TCP, TCP; world sizes 1-8. Ranks report to the main thread, which
-// asserts (Boost.Test's assertions are not thread-safe).
+// and, built with GCL_TEST_TCP, TCP and hybrid (two pretend hosts); world sizes 1-8. Ranks report
+// to the main thread, which asserts (Boost.Test's assertions are not thread-safe).
 #include <boost/test/unit_test.hpp>
 
 #include <gcl/algorithm/direct.hpp>
@@ -21,6 +21,7 @@
 #include <gcl/transport/inproc.hpp>
 #include <gcl/transport/shm.hpp>
 #if defined(GCL_TEST_TCP)
+#include <gcl/transport/hybrid.hpp>
 #include <gcl/transport/tcp.hpp>
 #endif
 
@@ -58,6 +59,11 @@ std::string everywhere(int p, F f) {
   gcl::tcp_options o;
   o.timeout = std::chrono::seconds{30};
   if (e.empty()) e = first(gcl::spawn<gcl::tcp_transport>(p, f, o), "tcp");
+  // Two pretend hosts, even and odd ranks: shared memory within each, TCP between.
+  gcl::hybrid_options h;
+  h.tcp.timeout = std::chrono::seconds{30};
+  for (int r = 0; r < p; ++r) h.test_hosts.push_back(r % 2);
+  if (e.empty()) e = first(gcl::spawn<gcl::hybrid_transport>(p, f, h), "hybrid");
 #endif
   return e;
 }
