@@ -48,7 +48,7 @@ inline std::string_view name_of(collective c) {
 }
 
 /// Whether the collective reduces (has a meaningful --op).
-inline bool reduces(collective c) {
+constexpr bool reduces(collective c) {
   return c == collective::all_reduce || c == collective::reduce_scatter;
 }
 

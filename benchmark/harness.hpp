@@ -201,10 +201,14 @@ void with_dtype(std::string_view t, F&& f) {
     f(type_tag<std::int64_t>{});
 }
 
-template <class F>
-void with_op(std::string_view op, bool reduces, F&& f) {
-  if (!reduces || op == "sum")
-    f(gcl::sum{});  // non-reducing collectives ignore the op
+// Non-reducing collectives ignore the op: only sum is compiled for them (each operator is a
+// copy of every algorithm over every transport, most of a sweep program's compile time).
+template <bool Reduces, class F>
+void with_op(std::string_view op, F&& f) {
+  if constexpr (!Reduces)
+    f(gcl::sum{});
+  else if (op == "sum")
+    f(gcl::sum{});
   else if (op == "prod")
     f(gcl::prod{});
   else if (op == "min")
@@ -221,7 +225,7 @@ std::uint64_t run_rank(Comm& comm, gcl_options const& o, std::string const& impl
   std::string const name = o.algorithm.empty() ? std::string(Call::default_algorithm) : o.algorithm;
   with_dtype(o.dtype, [&](auto t) {
     using T = typename decltype(t)::type;
-    with_op(o.op, reduces(Call::kind), [&](auto op) {
+    with_op<reduces(Call::kind)>(o.op, [&](auto op) {
       using Op = decltype(op);
       bool known = false, ran = false;
       std::string valid;
