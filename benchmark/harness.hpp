@@ -83,10 +83,10 @@ struct gcl_options : options {
 
 namespace detail {
 
-// User tags for the harness's own messages (never a collective's).
-inline constexpr gcl::tag barrier_tag{0x3fff0001};
-inline constexpr gcl::tag times_tag{0x3fff0002};
-inline constexpr gcl::tag calls_tag{0x3fff0003};
+// User tags for the harness's own messages (never a collective's): the top of the user range.
+inline constexpr gcl::tag barrier_tag{gcl::tag_user_limit - 3};
+inline constexpr gcl::tag times_tag{gcl::tag_user_limit - 2};
+inline constexpr gcl::tag calls_tag{gcl::tag_user_limit - 1};
 
 // Dissemination barrier on point-to-point messages: ceil(log2 P) rounds, and every rank leaves
 // after the same number of message latencies, so ranks start timed iterations nearly together.

@@ -26,6 +26,7 @@
 #include <gcl/transport/inproc.hpp>
 #include <gcl/transport/shm.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -74,6 +75,28 @@ std::string error_of(F&& f) {
 
 }  // namespace
 
+// Unset, cross-memory attach is used only when the ranks are more than twice the CPUs (the
+// measurement is in shm/options.hpp); the ring size is 2 MiB / P within [16 KiB, 1 MiB].
+BOOST_AUTO_TEST_CASE(default_copy_path_and_ring_size) {
+  unsigned const cpus = std::thread::hardware_concurrency();
+  gcl::shm_options o;
+  BOOST_TEST(!o.cross_memory_attach.has_value());
+  for (int p : {1, 2, 3, 4, 8, 16, 64, 256}) {
+    o.size = p;
+    BOOST_TEST(o.uses_cross_memory_attach() == (cpus != 0 && static_cast<unsigned>(p) > 2 * cpus),
+               "P=" << p << " on " << cpus << " CPUs");
+    std::size_t const want = std::clamp<std::size_t>(
+        (std::size_t{2} << 20) / static_cast<std::size_t>(p), 16 * 1024, 1024 * 1024);
+    BOOST_TEST(o.ring_size() == want, "P=" << p);
+  }
+  o.size = 1000;
+  o.cross_memory_attach = false;
+  BOOST_TEST(!o.uses_cross_memory_attach());
+  o.size = 2;
+  o.cross_memory_attach = true;
+  BOOST_TEST(o.uses_cross_memory_attach());
+}
+
 BOOST_AUTO_TEST_CASE(options_from_the_environment) {
   std::map<std::string, std::string> env{{"GCL_RANK", "2"},
                                          {"GCL_WORLD_SIZE", "4"},
@@ -90,8 +113,11 @@ BOOST_AUTO_TEST_CASE(options_from_the_environment) {
   BOOST_TEST(o.token == "job-7");
   BOOST_TEST(o.token_source == "GCL_TOKEN");
   BOOST_TEST(o.timeout.count() == 1500);
-  BOOST_TEST(!o.cross_memory_attach);
-  BOOST_TEST(o.ring_size() == 256u * 1024);
+  BOOST_TEST((o.cross_memory_attach == false));
+  BOOST_TEST(!o.uses_cross_memory_attach());
+  BOOST_TEST(o.ring_size() == 512u * 1024);  // 2 MiB / 4 ranks
+  env["GCL_SHM_CMA"] = "1";
+  BOOST_TEST(gcl::shm_options::from_env(get).uses_cross_memory_attach());
   env.erase("GCL_TOKEN");
   auto what = error_of([&] { (void)gcl::shm_options::from_env(get); });
   BOOST_TEST(what.find("GCL_TOKEN") != std::string::npos, what);

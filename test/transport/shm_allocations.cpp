@@ -46,6 +46,7 @@ std::vector<path> paths() {
   gcl::shm_options offered;
   offered.timeout = std::chrono::seconds{60};  // a hang guard only
   offered.offer_bytes = 16 * 1024;
+  offered.cross_memory_attach = true;  // by default only when oversubscribed
   auto streamed = offered;
   streamed.cross_memory_attach = false;
   streamed.ring_bytes = 16 * 1024;

@@ -2,7 +2,8 @@
 # tools/gcl-launch with the shm transport, as a user runs it (the program builds its transport
 # with shm_options::from_env() from what gcl-launch exports: GCL_RANK, GCL_WORLD_SIZE, GCL_TOKEN,
 # GCL_TIMEOUT):
-#  1. 4 ranks run every collective with every algorithm, large messages copied once: each rank
+#  1. 4 ranks run every collective with every algorithm, large messages copied once
+#     (GCL_SHM_CMA=1): each rank
 #     says its results are bit-identical to inproc's; exit 0;
 #  2. the same with GCL_SHM_CMA=0 and 16 KiB rings: every message streamed through the rings;
 #  3. 4 ranks in a long all_reduce loop, one SIGKILLed: the other three fail on their own (exit
@@ -35,7 +36,7 @@ check_dev_shm() {
 }
 
 echo "== 1. every collective and algorithm under gcl-launch -p 4, large messages offered"
-"$launch" -p 4 --tag-output --timeout 60 -- "$worker" collectives >"$dir/out" 2>&1 || fail "exit code $?"
+GCL_SHM_CMA=1 "$launch" -p 4 --tag-output --timeout 60 -- "$worker" collectives >"$dir/out" 2>&1 || fail "exit code $?"
 for r in 0 1 2 3; do
   grep -q "^\[$r\] rank $r: every collective and algorithm on 4 ranks over shm: bit-identical to inproc" "$dir/out" ||
     fail "rank $r did not report bit-identical results"

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdlib>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -41,8 +42,9 @@ struct hybrid_options {
   /// How long a wait on the shm side polls before it sleeps (`shm_options::spin`; `tcp.spin`
   /// is the TCP side's).
   std::chrono::microseconds shm_spin = shm_options{}.spin;
-  /// `GCL_SHM_CMA=0`: never copy with process_vm_readv.
-  bool shm_cross_memory_attach = true;
+  /// `shm_options::cross_memory_attach` of the shm side (GCL_SHM_CMA): unset, it decides from
+  /// the host's ranks and cores.
+  std::optional<bool> shm_cross_memory_attach;
   /// For tests whose ranks are threads of one process: rank r behaves as if it ran on host
   /// `test_hosts[r]` (its host key is made from that number instead of read from the system).
   /// Empty: the real host key (transport/hybrid/host_key.hpp).

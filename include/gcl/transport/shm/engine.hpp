@@ -278,7 +278,7 @@ class shm_impl {
   }
 
   bool can_read(int s) const {
-    if (!o_.cross_memory_attach) return false;
+    if (!o_.uses_cross_memory_attach()) return false;
     auto const& peer = seg_->rank(s);
     auto const pid = peer.pid.load(std::memory_order_relaxed);
     if (pid == ::getpid()) return true;  // a thread of this process: a plain memcpy

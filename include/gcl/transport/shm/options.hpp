@@ -9,8 +9,10 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdlib>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include "../../error.hpp"
@@ -40,26 +42,44 @@ struct shm_options {
   /// futex; also when ranks share cores (unlike tcp's), unless GCL_SPIN_US says otherwise.
   std::chrono::microseconds spin{50};
   /// Bytes of each (sender, receiver) ring in the segment. 0: 2 MiB / size, clamped to
-  /// [16 KiB, 256 KiB] (a rank's incoming rings take 2 MiB at most, at P >= 8, 256 KiB each).
+  /// [16 KiB, 1 MiB] (a rank's incoming rings take about 2 MiB: 1 MiB at P = 2, 512 KiB each at
+  /// P = 4, 256 KiB at P = 8). Larger rings stream large messages faster (measured, all_reduce
+  /// of 1-16 MiB at P = 2: 1 MiB rings took 0.6x the time of 256 KiB ones).
   std::size_t ring_bytes = 0;
-  /// Messages of at least this size go by cross-memory attach (the receiver copies straight
-  /// from the sender's buffer with process_vm_readv: one copy) where the kernel allows it.
-  /// Smaller ones, and all where it does not, are copied through the ring (two copies,
-  /// pipelined).
+  /// Messages of at least this size go by cross-memory attach, when it is in use
+  /// (`uses_cross_memory_attach`) and the kernel allows it: the receiver copies straight from
+  /// the sender's buffer with process_vm_readv, one copy. Smaller ones, and all when it is not
+  /// in use, stream through the ring: two copies, pipelined (the sender writes while the
+  /// receiver reads, on two cores).
   std::size_t offer_bytes = 64 * 1024;
-  /// Whether to try cross-memory attach at all (GCL_SHM_CMA=0 turns it off).
-  bool cross_memory_attach = true;
+  /// Whether large messages go by cross-memory attach (true) or through the rings (false).
+  /// Unset (the default): `uses_cross_memory_attach` decides from the ranks and the cores.
+  /// GCL_SHM_CMA=1 or 0 sets it.
+  std::optional<bool> cross_memory_attach;
   /// The number each rank has in the whole job, for messages (`global_ranks[r]` for rank r of
   /// this one), when this job is one host's part of a larger one (`hybrid_transport`). Empty:
   /// the ranks are named by their own numbers.
   std::vector<int> global_ranks;
+
+  /// Whether large messages go by cross-memory attach: `cross_memory_attach` if set, else only
+  /// when the ranks are more than twice the host's CPUs. Measured on 2 cores (all_reduce, 64
+  /// KiB - 64 MiB, back to back, against Open MPI's shared memory, which copies once by CMA):
+  /// at P = 2 and 4 the rings were 1.1-3.4x Open MPI and CMA 0.7-1.5x (process_vm_readv pins
+  /// and copies every page in the kernel, while the rings' two copies run on both cores at
+  /// once); at P = 8, where every core runs four ranks and a second copy has no idle core to
+  /// run on, CMA was 0.9-1.8x and the rings 0.6-1.5x.
+  bool uses_cross_memory_attach() const noexcept {
+    if (cross_memory_attach) return *cross_memory_attach;
+    unsigned const cpus = std::thread::hardware_concurrency();
+    return cpus != 0 && static_cast<unsigned>(size) > 2 * cpus;
+  }
 
   /// The ring size in use: `ring_bytes`, or its default for `size` ranks.
   std::size_t ring_size() const noexcept {
     if (ring_bytes != 0) return ring_bytes;
     std::size_t r = (std::size_t{2} << 20) / static_cast<std::size_t>(size < 1 ? 1 : size);
     if (r < (std::size_t{16} << 10)) r = std::size_t{16} << 10;
-    if (r > (std::size_t{256} << 10)) r = std::size_t{256} << 10;
+    if (r > (std::size_t{1} << 20)) r = std::size_t{1} << 20;
     return r;
   }
 
