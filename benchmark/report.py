@@ -25,12 +25,14 @@ DATDIR = "."
 # gcl's label, its peers (label, name in the tables, name in the plots), the section's title.
 SECTIONS = [("inproc", [("vader", "Open MPI", "Open MPI vader")],
              "threads (gcl inproc) vs Open MPI shared memory (btl vader)"),
-            ("shm", [("vader", "Open MPI", "Open MPI vader"), ("inproc", "gcl threads", "gcl inproc")],
+            ("shm", [("vader", "Open MPI", "Open MPI vader"), ("inproc", "gcl threads", "gcl threads")],
              "processes over shared memory (gcl shm, one process per rank) vs Open MPI shared "
              "memory (btl vader), and gcl's own threads"),
             ("tcp", [("mpitcp", "Open MPI", "Open MPI TCP"), ("gloo", "Gloo", "Gloo TCP")],
              "TCP loopback (gcl tcp, one process per rank) vs Open MPI TCP (btl tcp, lo) and Gloo TCP")]
 TRANSPORT = {"inproc": "threads", "shm": "shared memory", "tcp": "TCP loopback"}
+# gcl's curves in the plots: "gcl threads by_size", "gcl shm by_size", "gcl TCP ring", ...
+PLOT_NAME = {"inproc": "gcl threads", "shm": "gcl shm", "tcp": "gcl TCP"}
 # When a peer is gcl itself (its threads beside its processes), the algorithm compared.
 PEER_ALGORITHM = "by_size"
 MODES = {"b2b": "back to back: one barrier, then the calls with nothing in between, a timestamp "
@@ -261,7 +263,10 @@ def main():
                 # gnuplot data: size, then time and busbw per peer, then per gcl algorithm
                 dat = os.path.join(DATDIR, f"bench_{coll}_{gl}_p{p}.dat")
                 with open(dat, "w") as f:
-                    cols = [plot_name for _, plot_name, _ in peers] + [f"gcl {TRANSPORT[gl].split()[0]} {a}" for a, _ in gcls]
+                    # A peer that is gcl itself (its threads beside its shm) gets the name of
+                    # that curve in its own section, so that the plot draws it once.
+                    cols = [f"{plot_name} {PEER_ALGORITHM}" if plot_name.startswith("gcl ") else plot_name
+                            for _, plot_name, _ in peers] + [f"{PLOT_NAME[gl]} {a}" for a, _ in gcls]
                     f.write("# size " + " ".join(f"{c.replace(' ', '_')}_time {c.replace(' ', '_')}_busbw"
                                                  for c in cols) + "\n")
                     for s in sizes:
@@ -368,6 +373,8 @@ def plot(img, coll, ranks, kind, png):
             for i, h in enumerate(header[1:]):
                 if h.endswith(suffix):
                     title = h[:-len(suffix)].replace("_", " ")
+                    if any(t == title for t, _ in curves):
+                        continue  # the same data in two sections (Open MPI vader, gcl threads)
                     curves.append((title, f"'{dat}' using 1:{i + 2}"))
                     for r in rows:
                         try:
