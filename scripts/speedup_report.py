@@ -23,6 +23,7 @@ import json
 import os
 import statistics
 import sys
+import textwrap
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "benchmark"))
 from report import Parser  # noqa: E402  (benchmark/report.py: gcl's command-line conventions)
@@ -90,7 +91,15 @@ def table(a):
         comm = median([r["comm_share"] for r in done])
         accs = [r["accuracy"] for r in done if r.get("accuracy") is not None]
         statuses = sorted({runs[n, s]["status"] for s in seeds})
-        status = "reached" if k is not None else "; ".join(statuses)
+        missed = sorted({runs[n, s]["status"] for s in seeds if runs[n, s]["status"] != "reached"})
+        if k is None:
+            status = "; ".join(statuses)
+        elif missed:
+            # k* is the median of the seeds that reached the target: say how many did not, and why.
+            reached = sum(runs[n, s]["status"] == "reached" for s in seeds)
+            status = f"reached by {reached} of {len(seeds)} seeds; the others: " + "; ".join(missed)
+        else:
+            status = "reached"
         lr_n = next((r["lr"] for r in done if r.get("lr") is not None),
                     a.lr * (int(n) if a.lr_scaling == "linear" else 1))
         rows.append({
@@ -165,7 +174,8 @@ def curves(a):
             label += f": k* = {run['k_star']}"
         else:
             label += ": " + run["status"]
-        if its:
+        # A diverged run (below the axis anyway) does not stretch the axis for the others.
+        if its and not run["status"].startswith("diverged"):
             top_k = max(top_k, its[-1])
         if accs and max(accs) < low:
             label += " (below this axis)"
@@ -212,9 +222,13 @@ def speedup(a):
             if r["speedup"]:
                 xs.append(n)
                 ys.append(float(r["speedup"]))
-                ax.annotate(f"{float(r['speedup']):.2f}", (n, float(r["speedup"])),
+                partly = r["status"] not in ("", "reached")
+                ax.annotate(f"{float(r['speedup']):.2f}" + (" (!)" if partly else ""),
+                            (n, float(r["speedup"])),
                             textcoords="offset points", xytext=(-6, 6) if i % 2 else (6, -13),
                             ha="right" if i % 2 else "left", fontsize=8, color=colour)
+                if partly:  # some seeds did not reach the target: the point is not the whole story
+                    notes.append((colour, f"(!)  N = {n}, step {float(r['lr']):g}: {r['status']}"))
             else:
                 # Not reached: a cross on the axis, and the reason in the box below.
                 ax.plot([n], [0], marker="x", color=colour, markersize=10, mew=2, clip_on=False)
@@ -234,12 +248,16 @@ def speedup(a):
     ax.grid(True, alpha=0.3)
     ax.legend(loc="upper left", fontsize=9)
     if notes:
-        # One line per world size that did not reach the target, in its run's colour.
-        for j, (colour, text) in enumerate(reversed(notes)):
-            ax.text(0.98, 0.04 + 0.05 * j, text, transform=ax.transAxes, ha="right", va="bottom",
-                    fontsize=8, color=colour)
-        ax.text(0.98, 0.04 + 0.05 * len(notes), "did not reach the target:",
-                transform=ax.transAxes, ha="right", va="bottom", fontsize=8)
+        # One note per world size that some run did not reach the target with, in its run's
+        # colour, wrapped, under the legend (above the ideal line, where no point is drawn).
+        ax.text(0.02, 0.79, "not every run reached the target:", transform=ax.transAxes,
+                ha="left", va="top", fontsize=8)
+        y = 0.79 - 0.045
+        for colour, text in notes:
+            wrapped = textwrap.fill(text, 52, subsequent_indent="     ")
+            ax.text(0.02, y, wrapped, transform=ax.transAxes, ha="left", va="top", fontsize=8,
+                    color=colour)
+            y -= 0.04 * (wrapped.count("\n") + 1) + 0.01
     fig.tight_layout()
     fig.savefig(a.png)
     print(f"speedup: speedup plot in {a.png}", file=sys.stderr)

@@ -68,6 +68,28 @@ else
   echo "note: no python3 with matplotlib (python3-matplotlib): the plots are not checked"
 fi
 
+# Three seeds at N = 2, one of which diverged: k* is the median of the two that reached it, and
+# the status says that one seed did not, and why.
+mkdir -p "$tmp/seeds"
+for seed in 1 2 3; do
+  for n in 1 2; do
+    k=$((seed * 100 / n)) acc=0.971
+    [[ $n == 2 && $seed == 3 ]] && k=-1 acc=0.1009
+    printf '{"world_size": %d, "lr": 0.05, "k_star": %d, "seconds": 10, "train_seconds": 2, "iterations": 400, "images_per_second": 5000, "comm_share": 0.25, "accuracy": %s}\n' \
+      "$n" "$k" "$acc" >"$tmp/seeds/n$n-seed$seed.json"
+  done
+done
+python3 "$report" table "$tmp/seeds" --sizes "1 2" --seeds "1 2 3" --lr 0.05 --max-iterations 400 \
+  >"$tmp/seeds.txt" 2>&1 || fail "table over seeds failed: $(cat "$tmp/seeds.txt")"
+python3 - "$tmp/seeds/speedup.csv" <<'PY' || fail "speedup.csv over seeds: $(cat "$tmp/seeds/speedup.csv")"
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1], newline="")))
+assert [r["k_star"] for r in rows] == ["200", "75"], rows  # N = 2: median of 50 and 100
+assert rows[0]["status"] == "reached", rows[0]
+assert rows[1]["status"] == ("reached by 2 of 3 seeds; the others: diverged: test accuracy 0.10 "
+                             "after 400 iterations"), rows[1]
+PY
+
 if ((failures)); then
   echo "$failures failure(s)"
   exit 1
