@@ -144,42 +144,15 @@ class communicator {
   /// The world communicator of `t`: every rank of the transport, numbered as it numbers them.
   explicit communicator(Transport t)
       : transport_(std::make_shared<Transport>(std::move(t))),
-        contexts_(std::make_shared<detail::context_registry>()),
         rank_(transport_->rank()),
         size_(transport_->size()) {}
 
   // One communicator per (rank, group): a copy would share its context and sequence numbers.
+  // Moving hands the context over (detail::context_lease gives it back when destroyed).
   communicator(communicator const&) = delete;
   communicator& operator=(communicator const&) = delete;
-  communicator(communicator&& other) noexcept
-      : transport_(std::move(other.transport_)),
-        contexts_(std::move(other.contexts_)),
-        members_(std::move(other.members_)),
-        rank_(other.rank_),
-        size_(other.size_),
-        context_(std::exchange(other.context_, 0)),
-        sequence_(other.sequence_),
-        in_collective_(other.in_collective_),
-        scratch_(std::move(other.scratch_)),
-        cached_(std::move(other.cached_)) {}
-  communicator& operator=(communicator&& other) noexcept {
-    if (this != &other) {
-      release_context();
-      transport_ = std::move(other.transport_);
-      contexts_ = std::move(other.contexts_);
-      members_ = std::move(other.members_);
-      rank_ = other.rank_;
-      size_ = other.size_;
-      context_ = std::exchange(other.context_, 0);
-      sequence_ = other.sequence_;
-      in_collective_ = other.in_collective_;
-      scratch_ = std::move(other.scratch_);
-      cached_ = std::move(other.cached_);
-    }
-    return *this;
-  }
-  /// Gives this communicator's context id back (on this rank; see detail/context.hpp).
-  ~communicator() { release_context(); }
+  communicator(communicator&&) noexcept = default;
+  communicator& operator=(communicator&&) noexcept = default;
 
   /// This rank, in [0, size()).
   int rank() const noexcept { return rank_; }
@@ -195,7 +168,7 @@ class communicator {
   }
   /// 0 for the world communicator; each communicator made by `split` or `dup` has another,
   /// the same on all its ranks (error messages say "communicator N").
-  std::uint32_t context() const noexcept { return context_; }
+  std::uint32_t context() const noexcept { return context_.id(); }
 
   /// Sends `data` (a range or a value) to `peer`; returns once `data` may be reused.
   template <sendable T>
@@ -288,7 +261,7 @@ class communicator {
       detail::context_set used;
     };
     std::vector<offer> all(static_cast<std::size_t>(size()));
-    offer const mine{color, key, contexts_->used};
+    offer const mine{color, key, context_.registry()->used};
     all[static_cast<std::size_t>(rank())] = mine;
     {
       // Everyone's color, key and used contexts, from everyone (each pair once in each
@@ -326,8 +299,8 @@ class communicator {
       if (order[i] == rank()) new_rank = static_cast<int>(i);
       members->push_back(transport_rank(order[i]));
     }
-    contexts_->used.insert(id);
-    return communicator(transport_, contexts_, std::move(members), new_rank, id);
+    return communicator(transport_, detail::context_lease(context_.registry(), id),
+                        std::move(members), new_rank);
   }
 
   /// A communicator of the same ranks, numbered alike, with a context of its own
@@ -338,7 +311,7 @@ class communicator {
   /// Marks the start of a collective: numbers it and tells a call-aware transport, so that its
   /// messages are checked against the peers' view of the same call. Used by collective/.
   [[nodiscard]] call_scope begin_call(call_info info) {
-    info.sequence = detail::context_sequence(++sequence_, context_);
+    info.sequence = detail::context_sequence(++sequence_, context_.id());
     set_call(info);
     return call_scope(*this);
   }
@@ -374,28 +347,22 @@ class communicator {
   /// Over `gcl::counting<...>`: what it counted of this communicator's own messages (those of
   /// the communicators split from it, or of its parent, are counted apart).
   decltype(auto) stats() const requires requires(Transport const& t) { t.stats(std::uint32_t{}); }
-  { return transport_->stats(context_); }
+  { return transport_->stats(context_.id()); }
 
   /// The number of collectives this communicator has started.
   std::uint64_t collective_count() const noexcept { return sequence_; }
 
  private:
-  communicator(std::shared_ptr<Transport> t, std::shared_ptr<detail::context_registry> contexts,
-               std::shared_ptr<std::vector<int>> members, int rank, std::uint32_t context)
+  communicator(std::shared_ptr<Transport> t, detail::context_lease context,
+               std::shared_ptr<std::vector<int>> members, int rank)
       : transport_(std::move(t)),
-        contexts_(std::move(contexts)),
         members_(std::move(members)),
         rank_(rank),
         size_(static_cast<int>(members_->size())),
-        context_(context) {}
-
-  void release_context() noexcept {
-    if (context_ != 0 && contexts_) contexts_->used.erase(context_);
-    context_ = 0;
-  }
+        context_(std::move(context)) {}
 
   // The tag on the wire: the user's or the collective's, with this communicator's context.
-  tag wire(tag tg) const noexcept { return detail::context_tag(tg, context_); }
+  tag wire(tag tg) const noexcept { return detail::context_tag(tg, context_.id()); }
 
   // Runs a transport call; in a communicator made by split or dup, an error it throws also
   // says which of this communicator's ranks the transport's rank numbers are.
@@ -413,7 +380,7 @@ class communicator {
         what.resize(what.size() - tail.size());
       throw transport_error(
           static_cast<errc>(e.code().value()),
-          what + detail::context_note(context_, members_->size(), members_->data()));
+          what + detail::context_note(context_.id(), members_->size(), members_->data()));
     }
   }
 
@@ -436,11 +403,10 @@ class communicator {
                         std::to_string(tag_user_limit));
   }
 
-  std::shared_ptr<Transport> transport_;  // shared with the communicators split from this one
-  std::shared_ptr<detail::context_registry> contexts_;
+  std::shared_ptr<Transport> transport_;       // shared with the communicators split from this one
   std::shared_ptr<std::vector<int>> members_;  // transport ranks of ours; null: the world
   int rank_ = 0, size_ = 0;
-  std::uint32_t context_ = 0;
+  detail::context_lease context_;
   std::uint64_t sequence_ = 0;
   bool in_collective_ = false;
   std::vector<std::vector<std::max_align_t>> scratch_ =

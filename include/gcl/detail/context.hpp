@@ -17,7 +17,9 @@
 #include <bit>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <utility>
 
 #include "../call_info.hpp"
 
@@ -52,7 +54,6 @@ constexpr std::uint64_t context_sequence(std::uint64_t n, std::uint32_t ctx) noe
 struct context_set {
   std::array<std::uint64_t, context_count / 64> words{};
 
-  bool contains(std::uint32_t id) const noexcept { return (words[id / 64] >> (id % 64)) & 1u; }
   void insert(std::uint32_t id) noexcept { words[id / 64] |= std::uint64_t{1} << (id % 64); }
   void erase(std::uint32_t id) noexcept { words[id / 64] &= ~(std::uint64_t{1} << (id % 64)); }
   /// Adds the ids of `other`: after the exchange, the ids some rank uses.
@@ -77,8 +78,45 @@ struct context_registry {
   context_registry() noexcept { used.insert(0); }
 };
 
-/// " (communicator 3: its ranks 0..2 are ranks 1, 4, 6 of the world)": what a sub-communicator
-/// adds to an error its transport reports, which names ranks in the transport's numbering.
+/// A communicator's hold on its context id: marks it used in its rank's registry and gives it
+/// back when destroyed (the world's, 0, is never given back). Moving hands the hold over.
+class context_lease {
+ public:
+  /// The world's: id 0 and a new registry for the communicators split from it.
+  context_lease() : registry_(std::make_shared<context_registry>()) {}
+  context_lease(std::shared_ptr<context_registry> registry, std::uint32_t id) noexcept
+      : registry_(std::move(registry)), id_(id) {
+    registry_->used.insert(id_);
+  }
+  context_lease(context_lease const&) = delete;
+  context_lease& operator=(context_lease const&) = delete;
+  context_lease(context_lease&& other) noexcept
+      : registry_(std::move(other.registry_)), id_(std::exchange(other.id_, 0)) {}
+  context_lease& operator=(context_lease&& other) noexcept {
+    if (this != &other) {
+      release();
+      registry_ = std::move(other.registry_);
+      id_ = std::exchange(other.id_, 0);
+    }
+    return *this;
+  }
+  ~context_lease() { release(); }
+
+  std::uint32_t id() const noexcept { return id_; }
+  std::shared_ptr<context_registry> const& registry() const noexcept { return registry_; }
+
+ private:
+  void release() noexcept {
+    if (id_ != 0 && registry_) registry_->used.erase(id_);
+    id_ = 0;
+  }
+  std::shared_ptr<context_registry> registry_;
+  std::uint32_t id_ = 0;
+};
+
+/// " [in communicator 3 (split or dup): its ranks 0..2 are ranks 1, 4, 6 of the transport, ...]":
+/// what a sub-communicator adds to an error its transport reports, which names ranks in the
+/// transport's numbering.
 inline std::string context_note(std::uint32_t ctx, std::size_t size, int const* world_ranks) {
   std::string s = " [in communicator " + std::to_string(ctx) + " (split or dup): its ranks 0.." +
                   std::to_string(size == 0 ? 0 : size - 1) + " are ranks ";
