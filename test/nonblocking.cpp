@@ -4,13 +4,15 @@
 // communicators of a 2 x 3 grid at once; completion in start order; progress while the caller
 // never looks; point-to-point calls in between (the MPI program that a serial progress engine
 // would deadlock); errors from wait(): a mismatch, and a rank that died before the collective.
-// Over inproc, counting<inproc>, shm (threads) and, built with GCL_TEST_TCP, TCP; world sizes
-// 1-8. Ranks report to the main thread, which asserts (Boost.Test is not thread-safe).
+// Over inproc, counting<inproc>, shm (threads) and, built with GCL_TEST_TCP, TCP and hybrid
+// (two pretend hosts); world sizes 1-8. Ranks report to the main thread, which asserts (Boost.Test
+// is not thread-safe).
 #include <boost/test/unit_test.hpp>
 
 #include <gcl/gcl.hpp>
 #include <gcl/transport/shm.hpp>
 #if defined(GCL_TEST_TCP)
+#include <gcl/transport/hybrid.hpp>
 #include <gcl/transport/tcp.hpp>
 #endif
 
@@ -47,6 +49,11 @@ std::string everywhere(int p, F f) {
   gcl::tcp_options o;
   o.timeout = std::chrono::seconds{60};
   if (e.empty()) e = first(gcl::spawn<gcl::tcp_transport>(p, f, o), "tcp");
+  // Two pretend hosts, even and odd ranks: shared memory within each, TCP between.
+  gcl::hybrid_options h;
+  h.tcp.timeout = std::chrono::seconds{60};
+  for (int r = 0; r < p; ++r) h.test_hosts.push_back(r % 2);
+  if (e.empty()) e = first(gcl::spawn<gcl::hybrid_transport>(p, f, h), "hybrid");
 #endif
   return e;
 }
@@ -388,6 +395,10 @@ BOOST_AUTO_TEST_CASE(a_rank_that_dies_releases_the_others_wait) {
   gcl::tcp_options t;
   t.timeout = std::chrono::seconds{60};
   check_dead_rank<gcl::tcp_transport>(t, "tcp");
+  gcl::hybrid_options h;
+  h.tcp.timeout = std::chrono::seconds{60};
+  h.test_hosts = {0, 1, 0};
+  check_dead_rank<gcl::hybrid_transport>(h, "hybrid");
 #endif
 }
 

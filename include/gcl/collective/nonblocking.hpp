@@ -13,8 +13,8 @@
 ///    they were started (the same on every rank, as for blocking collectives). Communicators
 ///    (split, dup) have a thread each: theirs complete independently.
 ///  - The buffers (and count arrays) belong to gcl until `wait()` returns: lvalue ranges and the
-///    buffer arguments are used in place, everything else (root, operator, algorithm, spans) is
-///    copied when the call is made.
+///    buffer arguments are used in place (a span is copied: it refers to them), everything else
+///    (root, operator, algorithm) is copied when the call is made.
 ///  - The first non-blocking call on a communicator is collective, as a blocking collective is:
 ///    it forms the lane (a fork of the transport, `forkable_transport`) with a broadcast and a
 ///    barrier on the communicator. `gcl::ibarrier(comm).wait()` forms it up front.
@@ -24,6 +24,8 @@
 ///    between: they use the communicator's own channels and never meet these messages.
 
 #include <cstddef>
+#include <ranges>
+#include <span>
 #include <string_view>
 #include <tuple>
 #include <type_traits>
@@ -57,10 +59,18 @@ namespace detail {
 // How the argument at `index` is kept until the collective runs: the first `buffers` (data, or
 // in and out) and any later lvalue range (counts) by reference, the rest (a root, an operator,
 // an algorithm, an rvalue) by value: a loop that starts one broadcast per root must not see
-// its loop variable change under the queued calls.
+// its loop variable change under the queued calls. A view (std::span) is copied wherever it
+// is: it refers to the buffer anyway, and the caller's span may be a parameter that goes away.
+template <class A>
+inline constexpr bool is_span_v = false;
+template <class T, std::size_t extent>
+inline constexpr bool is_span_v<std::span<T, extent>> = true;
+template <class A>
+inline constexpr bool is_view_v =
+    std::ranges::view<std::remove_cvref_t<A>> || is_span_v<std::remove_cvref_t<A>>;
 template <std::size_t index, std::size_t buffers, class A>
 using held_t =
-    std::conditional_t<std::is_lvalue_reference_v<A> &&
+    std::conditional_t<std::is_lvalue_reference_v<A> && !is_view_v<A> &&
                            (index < buffers || std::ranges::range<std::remove_cvref_t<A>>),
                        A, std::decay_t<A>>;
 
@@ -70,7 +80,7 @@ collective_request start_nonblocking(communicator<Transport>& comm, std::string_
   static_assert(forkable_transport<Transport>,
                 "gcl: non-blocking collectives need a transport that can fork a second lane for "
                 "its progress thread (forkable_transport): inproc_transport, tcp_transport, "
-                "shm_transport, counting<> of one of them; hybrid_transport cannot yet");
+                "shm_transport, hybrid_transport, counting<> of one of them");
   if constexpr (forkable_transport<Transport>) {
     using held = std::tuple<held_t<I, buffers, Args&&>...>;
     return comm.template cached<progress_engine<Transport>>().start(

@@ -25,17 +25,20 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
+#include <cstdint>
 #include <memory>
-#include <random>
 #include <span>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
 #include "../call_info.hpp"
 #include "../detail/random_token.hpp"
 #include "../error.hpp"
+#include "../fork_bootstrap.hpp"
 #include "../transport_hints.hpp"
 #include "hybrid/host_key.hpp"
 #include "hybrid/options.hpp"
@@ -138,6 +141,61 @@ class hybrid_transport {
   };
 
   int rank() const noexcept { return s_->rank; }
+
+  /// A second endpoint of this rank among the ranks `b` names, formed as this one was (TCP
+  /// rendezvous, then shared memory within each host), with connections and rings of its own
+  /// (`forkable_transport`): the lane of a communicator's non-blocking collectives. Lane rank 0
+  /// listens on a new port; the port, a new random token and the address that ranks of its own
+  /// host reach it at travel over this transport. It shares this transport's abort.
+  hybrid_transport fork(fork_bootstrap& b) {
+    auto& s = *s_;
+    struct offer {
+      std::uint16_t port = 0;
+      std::array<char, 64> token{};
+      std::array<char, 64> local_address{};  // where lane rank 0 listens, for its own host
+    } offered;
+    bool const tcp_side = s.o.mode != transport_mode::shm;
+    int fd = -1;
+    if (b.rank == 0) {
+      detail::random_token("gcl-fork:").copy(offered.token.data(), offered.token.size() - 1);
+      if (tcp_side) {
+        auto address = s.tcp ? boost::asio::ip::make_address(s.tcp->listen_address())
+                             : boost::asio::ip::address(loopback(s.o.tcp.master_addr));
+        if (address.is_unspecified()) address = loopback(s.o.tcp.master_addr);
+        std::tie(fd, offered.port) =
+            detail::listen_on(address, "gcl: rank " + std::to_string(s.rank) + ": ");
+        address.to_string().copy(offered.local_address.data(), offered.local_address.size() - 1);
+      }
+    }
+    try {
+      b.broadcast(std::as_writable_bytes(std::span(&offered, 1)));
+    } catch (...) {
+      if (fd >= 0) ::close(fd);
+      throw;
+    }
+    auto o = s.o;
+    o.tcp.size = b.size;
+    o.tcp.rank = b.rank;
+    o.tcp.master_port = offered.port;
+    o.tcp.token = offered.token.data();
+    o.tcp.token_source = "a fork of the job's transport";
+    o.tcp.local_rank = -1;
+    o.tcp.local_size = 0;
+    if (!o.test_hosts.empty()) {
+      o.test_hosts.clear();
+      for (int m : b.members) o.test_hosts.push_back(s.o.test_hosts[static_cast<std::size_t>(m)]);
+    }
+    if (tcp_side && b.rank != 0) {
+      auto const first = static_cast<std::size_t>(b.members[0]);
+      o.tcp.master_addr = s.side[first] == transport_path::tcp && s.tcp
+                              ? s.tcp->peer_address(b.members[0])
+                              : std::string(offered.local_address.data());
+    }
+    auto tcp_abort = s.tcp ? s.tcp->abort_state() : std::make_shared<detail::tcp_abort_state>();
+    auto shm_abort = s.shm ? s.shm->group_state() : nullptr;
+    return hybrid_transport(
+        std::make_unique<state>(check(o), std::move(tcp_abort), std::move(shm_abort), fd));
+  }
   int size() const noexcept { return s_->size; }
   /// The options this rank was formed with.
   hybrid_options const& config() const noexcept { return s_->o; }
@@ -329,6 +387,12 @@ class hybrid_transport {
     auto const tail = ": " + e.code().message();
     if (text.size() > tail.size() && text.ends_with(tail)) text.resize(text.size() - tail.size());
     return text;
+  }
+
+  // The loopback address of the family of `master` (an address or a host name).
+  static boost::asio::ip::address loopback(std::string const& master) {
+    if (master.find(':') != std::string::npos) return boost::asio::ip::address_v6::loopback();
+    return boost::asio::ip::address_v4::loopback();
   }
 
   static hybrid_options const& check(hybrid_options const& o) {

@@ -72,6 +72,25 @@ inline constexpr std::uint64_t park_threshold = std::uint64_t{64} << 10;
 // enough for the caller to begin its next collective of back-to-back calls and post the receive.
 inline constexpr std::chrono::milliseconds park_grace{1};
 
+// A new listening socket on `address`, on a port of the kernel's choice (for a fork's
+// rendezvous): its descriptor and port.
+inline std::pair<int, std::uint16_t> listen_on(asio::ip::address const& address,
+                                               std::string const& prefix) {
+  asio::io_context io;
+  asio::ip::tcp::acceptor a(io);
+  asio::ip::tcp::endpoint const ep(address, 0);
+  boost::system::error_code ec;
+  a.open(ep.protocol(), ec);
+  if (!ec) a.bind(ep, ec);
+  if (!ec) a.listen(asio::socket_base::max_listen_connections, ec);
+  if (ec)
+    throw transport_error(
+        errc::connection_refused,
+        prefix + "cannot listen on " + endpoint_text(ep) + " for a fork: " + ec.message());
+  auto const port = a.local_endpoint().port();
+  return {a.release(), port};
+}
+
 class tcp_impl {
  public:
   tcp_impl(tcp_options o, std::shared_ptr<tcp_abort_state> abort, int prebound_fd)
@@ -139,21 +158,11 @@ class tcp_impl {
   std::string const& peer_address(int r) const { return addresses_[static_cast<std::size_t>(r)]; }
   // A new listening socket on the address this rank listens on, on a port of the kernel's
   // choice: its descriptor and port.
-  std::pair<int, std::uint16_t> listen_anew() {
-    asio::io_context io;
-    asio::ip::tcp::acceptor a(io);
-    asio::ip::tcp::endpoint const ep(acceptor_.local_endpoint().address(), 0);
-    boost::system::error_code ec;
-    a.open(ep.protocol(), ec);
-    if (!ec) a.bind(ep, ec);
-    if (!ec) a.listen(asio::socket_base::max_listen_connections, ec);
-    if (ec)
-      throw transport_error(
-          errc::connection_refused,
-          prefix() + "cannot listen on " + endpoint_text(ep) + " for a fork: " + ec.message());
-    auto const port = a.local_endpoint().port();
-    return {a.release(), port};
+  std::pair<int, std::uint16_t> listen_anew() const {
+    return listen_on(acceptor_.local_endpoint().address(), prefix());
   }
+  // The address this rank listens on ("0.0.0.0" or "::" when it listens on all of them).
+  std::string listen_address() const { return acceptor_.local_endpoint().address().to_string(); }
   int size() const noexcept { return o_.size; }
   tcp_options const& options() const noexcept { return o_; }
   // Every rank's host key, from the rendezvous (all zero where the ranks gave none).
