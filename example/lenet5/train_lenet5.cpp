@@ -79,6 +79,8 @@ void summary(lenet5::train_config const& cfg, int world, lenet5::train_result co
     nlohmann::ordered_json j = {{"world_size", world},
                                 {"algorithm", cfg.algorithm},
                                 {"sync", cfg.sync},
+                                {"bucket_kib", cfg.bucket_kib},
+                                {"buckets", r.buckets},
                                 {"optimizer", cfg.optimizer},
                                 {"lr", cfg.lr},
                                 {"batch", cfg.batch},
@@ -136,6 +138,12 @@ int main(int argc, char** argv) {
                  "params: average parameters after a local step (the homework's Algorithm 1); "
                  "grads: average gradients, then step (DDP)")
       ->check(CLI::IsMember({"params", "grads"}));
+  auto* bucket_opt =
+      app.add_option("--bucket-kib", cfg.bucket_kib,
+                     "--sync grads: all_reduce the gradients in buckets of at most this many KiB, "
+                     "layers in reverse order, a layer never split (DDP's bucket_cap_mb); 242 or "
+                     "more: one bucket")
+          ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 30));
   app.add_option("--optimizer", cfg.optimizer, "sgd, momentum, sign, adam, adam_simplified")
       ->check(CLI::IsMember({"sgd", "momentum", "sign", "adam", "adam_simplified"}));
   app.add_option("--lr", cfg.lr, "learning rate (step size alpha)")->check(CLI::Range(1e-9f, 1e3f));
@@ -176,6 +184,9 @@ int main(int argc, char** argv) {
                "stderr");
   GCL_CLI_PARSE(app, argc, argv);
   cfg.progress = !quiet;
+  if (cfg.sync != "grads" && bucket_opt->count() > 0)
+    return gcl_cli::usage_error(
+        app, "--bucket-kib needs --sync grads (it is about the gradients' all_reduce)");
 
   // Under a launcher of more than one rank: processes, never one world of threads per process.
   auto const job = gcl_cli::launcher_world();
@@ -203,11 +214,19 @@ int main(int argc, char** argv) {
                              : transport == "shm"  ? " over shared memory"
                              : transport == "tcp"  ? " over tcp"
                                                    : ", shared memory within a host, tcp between");
+    std::string sync = cfg.sync;
+    if (cfg.sync == "grads") {
+      auto const n = lenet5::make_buckets(lenet5::network<float>::layer_parameters,
+                                          cfg.bucket_kib * 1024, sizeof(float))
+                         .size();
+      sync += " (" + std::to_string(n) + " bucket" + (n == 1 ? "" : "s") + " of at most " +
+              std::to_string(cfg.bucket_kib) + " KiB)";
+    }
     auto header = [&](int n) {
       std::printf(
           "train_lenet5: %d rank%s (%s), all_reduce %s, sync %s, optimizer %s, lr %g, batch %d "
           "per rank, %zu parameters\n",
-          n, n == 1 ? "" : "s", how.c_str(), cfg.algorithm.c_str(), cfg.sync.c_str(),
+          n, n == 1 ? "" : "s", how.c_str(), cfg.algorithm.c_str(), sync.c_str(),
           cfg.optimizer.c_str(), double(cfg.lr), cfg.batch,
           lenet5::network<float>::parameter_count);
     };

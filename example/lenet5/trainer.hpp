@@ -2,11 +2,13 @@
 /// \file
 /// Distributed SGD for LeNet-5 on any gcl communicator. Every rank trains on its own shard of
 /// the training set (rank-strided: images rank, rank + N, rank + 2N, ...) with its own batch,
-/// and after each local step the ranks synchronise with one `gcl::all_reduce` of a whole arena:
+/// and after each local step the ranks synchronise with `gcl::all_reduce`:
 ///
 /// - `sync = params`: Algorithm 1 of doc/homework.md: x_n = x - lr G_n locally, then
 ///   x = (1/N) sum_n x_n (all_reduce of the parameter arena, then divide by N);
-/// - `sync = grads`: as DDP: G = (1/N) sum_n G_n (all_reduce of the gradient arena), then step.
+/// - `sync = grads`: as DDP: G = (1/N) sum_n G_n, then step. The gradient arena is all-reduced
+///   in buckets of layers (buckets.hpp, `bucket_kib`), one all_reduce per bucket, last layers
+///   first.
 ///
 /// For plain SGD both give the same iterates up to rounding. Ranks stay bit-identical because
 /// all_reduce gives every rank the same bits; every evaluation checks it with an all_reduce of a
@@ -29,6 +31,7 @@
 #include <vector>
 
 #include "algorithms.hpp"
+#include "buckets.hpp"
 #include "idx.hpp"
 #include "network.hpp"
 #include "optimizer.hpp"
@@ -56,6 +59,9 @@ struct train_config {
   /// Put a barrier before each all_reduce, so that the time spent waiting for the slowest rank
   /// (load imbalance, time-sharing of cores) is measured apart from the all_reduce itself.
   bool split_wait = false;
+  /// sync = grads: gradient buckets of at most this many KiB (a layer is never split; 242 or
+  /// more: the whole arena in one)
+  std::size_t bucket_kib = 64;
 };
 
 /// One evaluation: after `iteration` steps, the accuracy on the test images.
@@ -74,6 +80,7 @@ struct train_result {
   double comm_share = 0;         ///< this rank's share of step time in all_reduce (and barrier)
   double wait_share = 0;         ///< with split_wait: the share spent in the barrier before it
   double compute_seconds = 0, comm_seconds = 0, wait_seconds = 0;  ///< this rank's totals
+  std::size_t buckets = 0;  ///< sync = grads: all_reduces per step
   std::vector<evaluation> evaluations;
   std::vector<float> parameters;  ///< the final parameters of this rank
 };
@@ -132,12 +139,22 @@ train_result train(Comm& comm, mnist const& data, train_config const& cfg) {
   if (cfg.sync != "params" && cfg.sync != "grads")
     throw std::invalid_argument("unknown --sync '" + cfg.sync + "' (params or grads)");
   if (cfg.batch < 1) throw std::invalid_argument("--batch must be at least 1");
+  if (cfg.bucket_kib < 1) throw std::invalid_argument("--bucket-kib must be at least 1");
   auto reduce = make_reducer(comm, cfg.algorithm);
 
   std::vector<float> params(network<float>::parameter_count), grads(params.size());
   network<float> net(params, grads);
   net.init(cfg.seed);  // same seed on every rank: same start
   auto opt = detail::make_optimizer(cfg);
+
+  // sync = grads: the buckets.
+  std::vector<bucket> const buckets =
+      cfg.sync == "grads"
+          ? make_buckets(network<float>::layer_parameters, cfg.bucket_kib * 1024, sizeof(float))
+          : std::vector<bucket>{};
+  auto const bucket_span = [&](bucket const& b) {
+    return std::span<float>(grads).subspan(b.offset, b.count);
+  };
 
   // This rank's shard, rank-strided, equal sizes on all ranks.
   std::size_t const shard = data.train.count / std::size_t(world);
@@ -264,7 +281,7 @@ train_result train(Comm& comm, mnist const& data, train_config const& cfg) {
     } else {
       wait();
       auto const b2 = clock::now();
-      reduce.sum(grads);
+      for (auto const& bk : buckets) reduce.sum(bucket_span(bk));
       auto const c = clock::now();
       for (auto& g : grads) g /= float(world);
       step();
@@ -307,6 +324,7 @@ train_result train(Comm& comm, mnist const& data, train_config const& cfg) {
   res.comm_share = (comm_s + wait_s) / step_s;
   res.wait_share = wait_s / step_s;
   res.compute_seconds = compute_s, res.comm_seconds = comm_s, res.wait_seconds = wait_s;
+  res.buckets = buckets.size();
   res.parameters = params;
   return res;
 }

@@ -134,6 +134,25 @@ BOOST_AUTO_TEST_CASE(one_rank_params_equals_plain_sgd) {
   BOOST_TEST((p[0].parameters == g[0].parameters));
 }
 
+// --sync grads all-reduces the gradients in buckets (64 KiB: 3, 1 KiB: one per layer, 1 MiB:
+// the whole arena). The partition changes the rounding of a sum of 3 or more ranks, so every
+// bucket size is its own run; all of them keep the ranks bit-identical.
+BOOST_AUTO_TEST_CASE(bucket_sizes_round_differently) {
+  std::vector<std::vector<float>> ends;
+  for (std::size_t kib : {1, 64, 1024}) {
+    BOOST_TEST_CONTEXT("--bucket-kib " << kib) {
+      auto c = small("grads");
+      c.bucket_kib = kib;
+      auto r = run(4, c);
+      BOOST_TEST(r[0].buckets == (kib == 1 ? 5u : kib == 64 ? 3u : 1u));
+      for (int k = 1; k < 4; ++k) BOOST_TEST((r[k].parameters == r[0].parameters));
+      ends.push_back(r[0].parameters);
+    }
+  }
+  BOOST_TEST((ends[0] != ends[1]));
+  BOOST_TEST((ends[1] != ends[2]));
+}
+
 BOOST_AUTO_TEST_CASE(bad_configuration) {
   auto c = small("params");
   c.sync = "both";
@@ -142,5 +161,8 @@ BOOST_AUTO_TEST_CASE(bad_configuration) {
   BOOST_CHECK_THROW(run(2, c), std::invalid_argument);
   c = small("params");
   c.batch = 1000;  // more than a rank's shard
+  BOOST_CHECK_THROW(run(2, c), std::invalid_argument);
+  c = small("grads");
+  c.bucket_kib = 0;
   BOOST_CHECK_THROW(run(2, c), std::invalid_argument);
 }
