@@ -11,6 +11,7 @@
 #include <type_traits>
 
 #include "call_info.hpp"
+#include "fork_bootstrap.hpp"
 
 namespace gcl {
 
@@ -56,6 +57,16 @@ concept irecv_transport = transport<T> &&
   { t.irecv(peer, tg, in) } -> std::movable;
   t.irecv(peer, tg, in).wait();
   { t.irecv(peer, tg, in).test() } -> std::same_as<bool>;
+};
+
+/// Optional: `t.fork(b)` forms a second endpoint of the same kind among the ranks `b` names,
+/// with channels of its own, which another thread may use while `t` is in use (and whose
+/// messages never meet `t`'s). Non-blocking collectives run on one, from a progress thread
+/// (nonblocking/progress_engine.hpp). Collective over the ranks of `b`; the fork shares `t`'s
+/// failures (an abort of one stops the other).
+template <class T>
+concept forkable_transport = transport<T> && requires(T& t, fork_bootstrap& b) {
+  { t.fork(b) } -> std::same_as<T>;
 };
 
 /// Something that can be a message payload by itself: a trivially copyable value.

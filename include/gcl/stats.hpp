@@ -131,6 +131,12 @@ class counting : public detail::counting_group_base<Transport> {
     for (auto& c : contexts_) c = per_context{};
   }
 
+  /// A fork of the wrapped transport (`forkable_transport`), counted apart: the lane of a
+  /// communicator's non-blocking collectives, whose messages this one's stats do not include.
+  counting fork(fork_bootstrap& b) requires forkable_transport<Transport> {
+    return counting(inner_.fork(b));
+  }
+
   /// The wrapped transport (messages sent through it directly are not counted).
   Transport& inner() noexcept { return inner_; }
   Transport const& inner() const noexcept { return inner_; }

@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "../call_info.hpp"
+#include "../detail/random_token.hpp"
 #include "../error.hpp"
 #include "../transport_hints.hpp"
 #include "hybrid/host_key.hpp"
@@ -76,12 +77,7 @@ class hybrid_transport {
         throw usage_error("gcl: a group needs at least one rank, got " + std::to_string(size));
       opts_.tcp.size = size;
       if (opts_.tcp.token.empty()) {
-        std::random_device rd;
-        opts_.tcp.token = "gcl-group:";
-        for (int i = 0; i < 4; ++i) {  // 128 bits
-          auto word = static_cast<std::uint32_t>(rd());
-          for (int b = 0; b < 8; ++b, word >>= 4) opts_.tcp.token += "0123456789abcdef"[word & 0xf];
-        }
+        opts_.tcp.token = detail::random_token();
         opts_.tcp.token_source = "random";
       }
       tcp_abort_->group = true;

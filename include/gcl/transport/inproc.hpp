@@ -37,6 +37,7 @@
 #include "../detail/call_progress.hpp"
 #include "../detail/error_text.hpp"
 #include "../error.hpp"
+#include "../fork_bootstrap.hpp"
 #include "../transport_hints.hpp"
 #include "inproc/channel.hpp"
 #include "inproc/fence.hpp"
@@ -135,17 +136,34 @@ class inproc_world {
   // failed; errc::mismatch: ranks disagree about a call, which concerns every rank).
   // Idempotent: the first reason is kept, because later ones are usually consequences of it.
   void abort(std::string const& reason, errc code = errc::aborted) {
+    std::vector<std::weak_ptr<inproc_world>> lanes;
     {
       std::lock_guard lock(reason_mutex_);
       if (aborted_.load()) return;
       reason_ = reason;
       code_ = code;
       aborted_.store(true, std::memory_order_release);
+      lanes.swap(lanes_);
     }
     for (int r = 0; r < size_; ++r) {
       std::lock_guard lock(ranks_[r].bell_mutex);  // no sleeper misses the flag
       ranks_[r].bell.notify_all();
     }
+    for (auto& l : lanes)
+      if (auto lane = l.lock()) lane->abort(reason, code);
+  }
+
+  // A world forked from this one (inproc_transport::fork) stops when this one does.
+  void adopt(std::shared_ptr<inproc_world> const& lane) {
+    {
+      std::lock_guard lock(reason_mutex_);
+      if (!aborted_.load()) {
+        std::erase_if(lanes_, [](auto const& l) { return l.expired(); });
+        lanes_.push_back(lane);
+        return;
+      }
+    }
+    lane->abort(abort_reason(), abort_code());
   }
 
  private:
@@ -157,6 +175,7 @@ class inproc_world {
   std::mutex reason_mutex_;
   std::string reason_;
   errc code_ = errc::aborted;
+  std::vector<std::weak_ptr<inproc_world>> lanes_;  // under reason_mutex_
 };
 
 // A receive posted by `irecv`, completed by whichever later call of its rank finds its message.
@@ -338,6 +357,33 @@ class inproc_transport {
     pending_.push_back(r.post_.get());
     r.self_ = this;
     return r;
+  }
+
+  /// A second endpoint of this rank on channels of its own, among the ranks `b` names
+  /// (`forkable_transport`): the lane of a communicator's non-blocking collectives. Its group
+  /// stops when this one's does.
+  inproc_transport fork(fork_bootstrap& b) {
+    // Lane rank 0 makes the group; the others learn where it is over this transport (ranks are
+    // threads of one process) and hold it before rank 0 lets go of the copy it handed out.
+    std::shared_ptr<detail::inproc_world> lane;
+    auto handoff = std::make_unique<std::shared_ptr<detail::inproc_world>>();
+    std::uintptr_t where = 0;
+    if (b.rank == 0) {
+      lane = std::make_shared<detail::inproc_world>(b.size, world_->options());
+      world_->adopt(lane);
+      *handoff = lane;
+      where = reinterpret_cast<std::uintptr_t>(handoff.get());
+    }
+    try {
+      b.broadcast(std::as_writable_bytes(std::span(&where, 1)));
+      if (b.rank != 0) lane = *reinterpret_cast<std::shared_ptr<detail::inproc_world>*>(where);
+      b.barrier();
+    } catch (...) {
+      // A rank that failed in between may be about to read the handoff: left to leak.
+      if (b.rank == 0) (void)handoff.release();
+      throw;
+    }
+    return inproc_transport(std::move(lane), b.rank);
   }
 
   inproc_transport(inproc_transport&& other) noexcept

@@ -17,14 +17,16 @@
 /// keeps to it (within 20 ms of sleep) and named, and the first error a rank meets is written
 /// into the segment so that every rank stops with it. See doc/shm.md.
 
+#include <array>
 #include <memory>
-#include <random>
 #include <span>
 #include <string>
 #include <utility>
 
 #include "../call_info.hpp"
+#include "../detail/random_token.hpp"
 #include "../error.hpp"
+#include "../fork_bootstrap.hpp"
 #include "../transport_hints.hpp"
 #include "shm/engine.hpp"
 #include "shm/options.hpp"
@@ -62,12 +64,7 @@ class shm_transport {
         throw usage_error("gcl: a group needs at least one rank, got " + std::to_string(size));
       opts_.size = size;
       if (opts_.token.empty()) {
-        std::random_device rd;  // getrandom on Linux
-        opts_.token = "gcl-group:";
-        for (int i = 0; i < 4; ++i) {  // 128 bits
-          auto word = static_cast<std::uint32_t>(rd());
-          for (int b = 0; b < 8; ++b, word >>= 4) opts_.token += "0123456789abcdef"[word & 0xf];
-        }
+        opts_.token = detail::random_token();
         opts_.token_source = "random";
       }
     }
@@ -119,6 +116,23 @@ class shm_transport {
   void sendrecv(int dst, tag send_tag, std::span<std::byte const> out, int src, tag recv_tag,
                 std::span<std::byte> in) {
     impl_->sendrecv(dst, send_tag, out, src, recv_tag, in);
+  }
+
+  /// A second endpoint of this rank with rings of its own, among the ranks `b` names
+  /// (`forkable_transport`): the lane of a communicator's non-blocking collectives. Its
+  /// segment is found by a new random token, which travels over this transport; it shares this
+  /// transport's abort.
+  shm_transport fork(fork_bootstrap& b) {
+    std::array<char, 64> token{};
+    if (b.rank == 0) detail::random_token("gcl-fork:").copy(token.data(), token.size() - 1);
+    b.broadcast(std::as_writable_bytes(std::span(token)));
+    auto o = impl_->options();
+    o.size = b.size;
+    o.rank = b.rank;
+    o.token = token.data();
+    o.token_source = "a fork of the job's transport";
+    o.global_ranks.clear();
+    return shm_transport(check(o), impl_->group_state());
   }
 
   shm_transport(shm_transport&&) noexcept = default;

@@ -17,15 +17,19 @@
 
 #include <unistd.h>
 
+#include <array>
+#include <cstdint>
 #include <exception>
 #include <memory>
-#include <random>
 #include <span>
 #include <string>
+#include <tuple>
 #include <utility>
 
 #include "../call_info.hpp"
+#include "../detail/random_token.hpp"
 #include "../error.hpp"
+#include "../fork_bootstrap.hpp"
 #include "../transport_hints.hpp"
 #include "tcp/asio.hpp"
 #include "tcp/engine.hpp"
@@ -68,7 +72,7 @@ class tcp_transport {
       // Every rank is in this process, so a token of our own costs nothing and keeps any other
       // local process from taking a rank's place while the group forms.
       if (opts_.token.empty()) {
-        opts_.token = random_token();
+        opts_.token = detail::random_token();
         opts_.token_source = "random";
       }
       abort_->group = true;
@@ -101,15 +105,6 @@ class tcp_transport {
     }
 
    private:
-    static std::string random_token() {
-      std::random_device rd;  // the OS's entropy source on Linux (getrandom)
-      std::string t = "gcl-group:";
-      for (int i = 0; i < 4; ++i) {  // 128 bits
-        auto word = static_cast<std::uint32_t>(rd());
-        for (int b = 0; b < 8; ++b, word >>= 4) t += "0123456789abcdef"[word & 0xf];
-      }
-      return t;
-    }
     void bind_master() {
       namespace asio = boost::asio;
       asio::io_context io;
@@ -131,6 +126,40 @@ class tcp_transport {
     std::shared_ptr<detail::tcp_abort_state> abort_;
     int fd_ = -1;
   };
+
+  /// A second endpoint of this rank with connections of its own among the ranks `b` names
+  /// (`forkable_transport`): the lane of a communicator's non-blocking collectives. Lane rank 0
+  /// listens on a new port of the address it listens on now; the port and a new random token
+  /// travel over this transport's connections, so that only the lane's ranks can join. It
+  /// shares this transport's abort.
+  tcp_transport fork(fork_bootstrap& b) {
+    struct offer {
+      std::uint16_t port = 0;
+      std::array<char, 64> token{};
+    } offered;
+    int fd = -1;
+    if (b.rank == 0) {
+      std::tie(fd, offered.port) = impl_->listen_anew();
+      detail::random_token("gcl-fork:").copy(offered.token.data(), offered.token.size() - 1);
+    }
+    try {
+      b.broadcast(std::as_writable_bytes(std::span(&offered, 1)));
+    } catch (...) {
+      if (fd >= 0) ::close(fd);
+      throw;
+    }
+    auto o = impl_->options();
+    o.size = b.size;
+    o.rank = b.rank;
+    o.master_port = offered.port;
+    o.token = offered.token.data();
+    o.token_source = "a fork of the job's transport";
+    o.local_rank = -1;
+    o.local_size = 0;
+    // Lane rank 0 keeps the job's master address: it only listens, as the family of that one.
+    if (b.rank != 0) o.master_addr = impl_->peer_address(b.members[0]);
+    return tcp_transport(o, impl_->abort_state(), fd);
+  }
 
   int rank() const noexcept { return impl_->rank(); }
   int size() const noexcept { return impl_->size(); }

@@ -132,6 +132,8 @@ class shm_impl {
   int rank() const noexcept { return o_.rank; }
   int size() const noexcept { return o_.size; }
   shm_options const& options() const noexcept { return o_; }
+  // The group this rank's transport stops with (null for a process of its own): its forks join it.
+  std::shared_ptr<shm_group_state> const& group_state() const noexcept { return group_; }
   // Whether messages from `peer` of at least offer_bytes are copied once (cross-memory attach).
   bool copies_once_from(int peer) const noexcept {
     return seg_->pair(peer, o_.rank).pull_ok.load(std::memory_order_relaxed) != 0;

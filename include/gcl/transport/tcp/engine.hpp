@@ -79,7 +79,8 @@ class tcp_impl {
         abort_(std::move(abort)),
         acceptor_(io_),
         drain_timer_(io_),
-        peers_(static_cast<std::size_t>(o_.size)) {
+        peers_(static_cast<std::size_t>(o_.size)),
+        addresses_(static_cast<std::size_t>(o_.size)) {
     {
       std::lock_guard lock(abort_->mutex);
       abort_->members.emplace_back(this, [this] {
@@ -98,9 +99,12 @@ class tcp_impl {
     for (int r = 0; r < o_.size; ++r) {
       peers_[r].socket = std::move(rendezvous_->peers()[r]);
       peers_[r].where = rendezvous_->where()[r];
-      if (peers_[r].socket)
+      if (peers_[r].socket) {
         peers_[r].fd = peers_[r].socket->native_handle();
-      else
+        boost::system::error_code ec;
+        if (auto ep = peers_[r].socket->remote_endpoint(ec); !ec)
+          addresses_[static_cast<std::size_t>(r)] = ep.address().to_string();
+      } else
         peers_[r].stage = tcp_peer::rx_stage::stopped;
     }
     io_.restart();  // the rendezvous may have run it out of work
@@ -127,6 +131,29 @@ class tcp_impl {
 
   int rank() const noexcept { return o_.rank; }
   std::uint16_t port() const { return acceptor_.local_endpoint().port(); }
+
+  // ---- for tcp_transport::fork --------------------------------------------------------------
+
+  std::shared_ptr<tcp_abort_state> const& abort_state() const noexcept { return abort_; }
+  // Where this rank reached rank r (the address a fork's ranks connect to when r listens).
+  std::string const& peer_address(int r) const { return addresses_[static_cast<std::size_t>(r)]; }
+  // A new listening socket on the address this rank listens on, on a port of the kernel's
+  // choice: its descriptor and port.
+  std::pair<int, std::uint16_t> listen_anew() {
+    asio::io_context io;
+    asio::ip::tcp::acceptor a(io);
+    asio::ip::tcp::endpoint const ep(acceptor_.local_endpoint().address(), 0);
+    boost::system::error_code ec;
+    a.open(ep.protocol(), ec);
+    if (!ec) a.bind(ep, ec);
+    if (!ec) a.listen(asio::socket_base::max_listen_connections, ec);
+    if (ec)
+      throw transport_error(
+          errc::connection_refused,
+          prefix() + "cannot listen on " + endpoint_text(ep) + " for a fork: " + ec.message());
+    auto const port = a.local_endpoint().port();
+    return {a.release(), port};
+  }
   int size() const noexcept { return o_.size; }
   tcp_options const& options() const noexcept { return o_; }
   // Every rank's host key, from the rendezvous (all zero where the ranks gave none).
@@ -1341,6 +1368,7 @@ class tcp_impl {
   asio::steady_timer drain_timer_;              // park_grace
   std::shared_ptr<tcp_rendezvous> rendezvous_;  // keeps refusing strangers after the rendezvous
   std::vector<tcp_peer> peers_;
+  std::vector<std::string> addresses_;  // [r]: rank r's address on its connection to this rank
   std::optional<asio::executor_work_guard<asio::io_context::executor_type>> guard_;
   std::thread thread_;
 
