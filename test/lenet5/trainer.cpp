@@ -1,7 +1,8 @@
 // Tests of example/lenet5/trainer.hpp on synthetic data (no download): a short distributed run
 // with 4 ranks over gcl keeps every rank's parameters bit-identical, learns, and the two
 // synchronisation modes (parameter averaging, the homework's Algorithm 1; gradient averaging,
-// DDP) give the same parameters for plain SGD up to float rounding.
+// DDP) give the same parameters for plain SGD up to float rounding, and gradient averaging
+// overlapped with the backward pass (--overlap) gives the very bits of the blocking one.
 #define BOOST_TEST_MODULE lenet5_trainer
 #include <boost/test/unit_test.hpp>
 
@@ -153,6 +154,32 @@ BOOST_AUTO_TEST_CASE(bucket_sizes_round_differently) {
   BOOST_TEST((ends[1] != ends[2]));
 }
 
+// --overlap starts each bucket's iall_reduce from the backward pass; the blocking run reduces
+// the same buckets one after the other. Same buckets, same algorithm: the same bits (and 3
+// ranks, so that another partition would round differently, as the test above shows for 4).
+BOOST_AUTO_TEST_CASE(overlap_gives_the_bits_of_the_blocking_buckets) {
+  for (std::string alg : {"ring", "tree"})
+    for (std::size_t kib : {1, 64, 1024}) {
+      BOOST_TEST_CONTEXT(alg << ", --bucket-kib " << kib) {
+        auto c = small("grads", alg);
+        c.bucket_kib = kib;
+        auto blocking = run(3, c);
+        c.overlap = true;
+        auto overlapped = run(3, c);
+        for (int k = 0; k < 3; ++k)
+          BOOST_TEST((overlapped[k].parameters == blocking[0].parameters));
+        BOOST_TEST(overlapped[0].buckets == blocking[0].buckets);
+        // What ran and what the steps waited for; blocking hides nothing.
+        BOOST_TEST(overlapped[0].comm_run_seconds > 0);
+        BOOST_TEST(overlapped[0].comm_exposed_seconds == overlapped[0].comm_seconds);
+        BOOST_TEST(overlapped[0].comm_hidden_share >= 0);
+        BOOST_TEST(overlapped[0].comm_hidden_share <= 1);
+        BOOST_TEST(blocking[0].comm_run_seconds == blocking[0].comm_exposed_seconds);
+        BOOST_TEST(blocking[0].comm_hidden_share == 0);
+      }
+    }
+}
+
 BOOST_AUTO_TEST_CASE(bad_configuration) {
   auto c = small("params");
   c.sync = "both";
@@ -164,5 +191,8 @@ BOOST_AUTO_TEST_CASE(bad_configuration) {
   BOOST_CHECK_THROW(run(2, c), std::invalid_argument);
   c = small("grads");
   c.bucket_kib = 0;
+  BOOST_CHECK_THROW(run(2, c), std::invalid_argument);
+  c = small("params");
+  c.overlap = true;  // only gradients are overlapped
   BOOST_CHECK_THROW(run(2, c), std::invalid_argument);
 }
