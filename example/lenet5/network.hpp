@@ -10,6 +10,7 @@
 /// parameters live in one flat arena and all gradients in another, so one `gcl::all_reduce`
 /// moves a whole step; the network only holds views into them.
 
+#include <array>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -26,6 +27,11 @@ namespace lenet5 {
 /// Pixel normalisation of MNIST (its mean and standard deviation), as torchvision uses.
 inline constexpr float pixel_mean = 0.1307f, pixel_std = 0.3081f;
 
+/// The default of `network::forward_backward`'s layer hook: does nothing.
+struct no_layer_hook {
+  void operator()(std::size_t) const noexcept {}
+};
+
 /// LeNet-5 bound to a parameter arena and a gradient arena of `parameter_count` elements each.
 ///
 ///     std::vector<float> p(lenet5::network<float>::parameter_count), g(p.size());
@@ -36,7 +42,18 @@ template <class T>
 class network {
  public:
   static constexpr int classes = 10, side = 28;
-  static constexpr std::size_t parameter_count = 156 + 2416 + 48120 + 10164 + 850;
+  /// The layers with parameters, in forward order: C1, C3, F5, F6, F7 (index 0 to 4). Layer i
+  /// owns the `layer_parameters[i]` elements of each arena from `layer_offset(i)` on, so layers
+  /// i..j own one contiguous slice.
+  static constexpr std::size_t layer_count = 5;
+  static constexpr std::array<std::size_t, layer_count> layer_parameters{156, 2416, 48120, 10164,
+                                                                         850};
+  static constexpr std::size_t layer_offset(std::size_t i) {
+    std::size_t off = 0;
+    for (std::size_t j = 0; j < i; ++j) off += layer_parameters[j];
+    return off;
+  }
+  static constexpr std::size_t parameter_count = layer_offset(layer_count);
 
   network(std::span<T> params, std::span<T> grads) : params_(params), grads_(grads) {
     if (params.size() != parameter_count || grads.size() != parameter_count)
@@ -44,10 +61,13 @@ class network {
                                   std::to_string(parameter_count) + " elements, got " +
                                   std::to_string(params.size()) + " and " +
                                   std::to_string(grads.size()));
-    std::size_t off = 0;
+    std::size_t i = 0;
     auto bind = [&](auto& layer) {
-      layer.bind(params.data() + off, grads.data() + off);
-      off += layer.parameters();
+      if (layer.parameters() != layer_parameters[i])
+        throw std::logic_error("lenet5::network: layer_parameters disagrees with layer " +
+                               std::to_string(i));
+      layer.bind(params.data() + layer_offset(i), grads.data() + layer_offset(i));
+      ++i;
     };
     bind(c1_), bind(c3_), bind(f5_), bind(f6_), bind(f7_);
   }
@@ -73,10 +93,18 @@ class network {
 
   /// x: `batch` normalised images, image-major (B, 28, 28), which is (1, B, 28, 28). Returns
   /// the mean cross-entropy and overwrites the gradient arena with its gradient.
-  T forward_backward(T const* x, std::uint8_t const* labels, int batch) {
+  ///
+  /// `after_layer(i)` is called as soon as layer i's gradients are final, in backward order
+  /// (4 = F7 first, 0 = C1 last), so that their communication can start while the backward
+  /// pass goes on (as DDP's autograd hooks do). The backward pass never touches layer i's
+  /// gradients again, nor reads them, once the hook has been called; it runs on the calling
+  /// thread, inline (a template, no std::function: nothing is allocated).
+  template <class AfterLayer = no_layer_hook>
+  T forward_backward(T const* x, std::uint8_t const* labels, int batch,
+                     AfterLayer&& after_layer = {}) {
     forward(x, batch);
     T loss = softmax_cross_entropy<T>(a7_.data(), labels, classes, batch, d7_.data());
-    backward(batch);
+    backward(batch, after_layer);
     return loss;
   }
 
@@ -126,15 +154,19 @@ class network {
     f7_.forward(a6_.data(), batch, a7_.data());
   }
 
-  void backward(int batch) {
+  template <class AfterLayer>
+  void backward(int batch, AfterLayer& after_layer) {
     std::size_t const B = std::size_t(batch);
     d6_.resize(84 * B), d5_.resize(120 * B), dflat_.resize(400 * B), dp3_.resize(16 * B * 25);
     d3_.resize(16 * B * 100), dp1_.resize(6 * B * 196), d1_.resize(6 * B * 784);
     f7_.backward(d7_.data(), batch, d6_.data());
+    after_layer(std::size_t{4});
     relu_backward(a6_.data(), d6_.data(), d6_.data(), d6_.size());
     f6_.backward(d6_.data(), batch, d5_.data());
+    after_layer(std::size_t{3});
     relu_backward(a5_.data(), d5_.data(), d5_.data(), d5_.size());
     f5_.backward(d5_.data(), batch, dflat_.data());
+    after_layer(std::size_t{2});
     for (std::size_t c = 0; c < 16; ++c)
       for (std::size_t b = 0; b < B; ++b)
         for (std::size_t s = 0; s < 25; ++s)
@@ -142,9 +174,11 @@ class network {
     pool3_.backward(dp3_.data(), d3_.data());
     relu_backward(a3_.data(), d3_.data(), d3_.data(), d3_.size());
     c3_.backward(d3_.data(), batch, dp1_.data());
+    after_layer(std::size_t{1});
     pool1_.backward(dp1_.data(), d1_.data());
     relu_backward(a1_.data(), d1_.data(), d1_.data(), d1_.size());
     c1_.backward(d1_.data(), batch, nullptr);  // the input needs no gradient
+    after_layer(std::size_t{0});
   }
 
   std::span<T> params_, grads_;

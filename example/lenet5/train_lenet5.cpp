@@ -6,7 +6,9 @@
 // Ranks are threads (--transport inproc, the default) or processes under a launcher such as
 // tools/gcl-launch (--transport shm within one host, tcp across hosts; the rule of
 // example/common/transports.hpp). Prints a progress line, one line per evaluation, and k*
-// (iterations to the target accuracy) with the seconds it took.
+// (iterations to the target accuracy) with the seconds it took. `--sync grads --overlap`
+// all-reduces the gradient buckets (--bucket-kib) during the backward pass, as DDP does, and
+// says how much of that communication the backward pass hid.
 
 #include <charconv>
 #include <cstdio>
@@ -74,11 +76,21 @@ void summary(lenet5::train_config const& cfg, int world, lenet5::train_result co
       cfg.split_wait ? "" : " (including waiting for the slowest rank)");
   if (cfg.split_wait) std::printf(", waiting for the slowest rank %.2f s", r.wait_seconds);
   std::printf(": %.1f%% communication\n", 100 * r.comm_share);
+  if (cfg.sync == "grads")
+    std::printf(
+        "gradient all_reduce in %zu bucket%s of at most %zu KiB, %s: ran %.3f s, the steps "
+        "waited %.3f s for it: %.1f%% hidden\n",
+        r.buckets, r.buckets == 1 ? "" : "s", cfg.bucket_kib,
+        cfg.overlap ? "overlapped with the backward pass" : "blocking", r.comm_run_seconds,
+        r.comm_exposed_seconds, 100 * r.comm_hidden_share);
   double acc = r.evaluations.empty() ? 0 : r.evaluations.back().accuracy;
   if (json_out) {
     nlohmann::ordered_json j = {{"world_size", world},
                                 {"algorithm", cfg.algorithm},
                                 {"sync", cfg.sync},
+                                {"overlap", cfg.overlap},
+                                {"bucket_kib", cfg.bucket_kib},
+                                {"buckets", r.buckets},
                                 {"optimizer", cfg.optimizer},
                                 {"lr", cfg.lr},
                                 {"batch", cfg.batch},
@@ -93,6 +105,10 @@ void summary(lenet5::train_config const& cfg, int world, lenet5::train_result co
                                 {"compute_seconds", r.compute_seconds},
                                 {"comm_seconds", r.comm_seconds},
                                 {"wait_seconds", r.wait_seconds},
+                                {"comm_run_seconds", r.comm_run_seconds},
+                                {"comm_exposed_seconds", r.comm_exposed_seconds},
+                                {"comm_hidden_seconds", r.comm_hidden_seconds},
+                                {"comm_hidden_share", r.comm_hidden_share},
                                 {"accuracy", acc},
                                 {"evaluations", nlohmann::ordered_json::array()}};
     for (auto const& e : r.evaluations)
@@ -109,10 +125,12 @@ void summary(lenet5::train_config const& cfg, int world, lenet5::train_result co
   std::printf(
       "RESULT world_size=%d k_star=%ld seconds=%.3f train_seconds=%.3f iterations=%ld "
       "images_per_second=%.1f comm_share=%.4f wait_share=%.4f compute_seconds=%.3f "
-      "comm_seconds=%.3f wait_seconds=%.3f accuracy=%.4f\n",
+      "comm_seconds=%.3f wait_seconds=%.3f comm_run_seconds=%.3f comm_exposed_seconds=%.3f "
+      "comm_hidden_share=%.4f accuracy=%.4f\n",
       world, r.k_star, r.k_star >= 0 ? r.seconds_to_target : r.seconds, r.train_seconds,
       r.iterations, r.images_per_second, r.comm_share, r.wait_share, r.compute_seconds,
-      r.comm_seconds, r.wait_seconds, acc);
+      r.comm_seconds, r.wait_seconds, r.comm_run_seconds, r.comm_exposed_seconds,
+      r.comm_hidden_share, acc);
 }
 
 }  // namespace
@@ -136,6 +154,15 @@ int main(int argc, char** argv) {
                  "params: average parameters after a local step (the homework's Algorithm 1); "
                  "grads: average gradients, then step (DDP)")
       ->check(CLI::IsMember({"params", "grads"}));
+  auto* bucket_opt =
+      app.add_option("--bucket-kib", cfg.bucket_kib,
+                     "--sync grads: all_reduce the gradients in buckets of at most this many KiB, "
+                     "layers in reverse order, a layer never split (DDP's bucket_cap_mb); 242 or "
+                     "more: one bucket")
+          ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 30));
+  app.add_flag("--overlap", cfg.overlap,
+               "--sync grads: start each bucket's non-blocking all_reduce as soon as the backward "
+               "pass has computed it, as DDP does (same result as without)");
   app.add_option("--optimizer", cfg.optimizer, "sgd, momentum, sign, adam, adam_simplified")
       ->check(CLI::IsMember({"sgd", "momentum", "sign", "adam", "adam_simplified"}));
   app.add_option("--lr", cfg.lr, "learning rate (step size alpha)")->check(CLI::Range(1e-9f, 1e3f));
@@ -176,6 +203,10 @@ int main(int argc, char** argv) {
                "stderr");
   GCL_CLI_PARSE(app, argc, argv);
   cfg.progress = !quiet;
+  if (cfg.sync != "grads" && (cfg.overlap || bucket_opt->count() > 0))
+    return gcl_cli::usage_error(app,
+                                std::string(cfg.overlap ? "--overlap" : "--bucket-kib") +
+                                    " needs --sync grads (it is about the gradients' all_reduce)");
 
   // Under a launcher of more than one rank: processes, never one world of threads per process.
   auto const job = gcl_cli::launcher_world();
@@ -183,6 +214,11 @@ int main(int argc, char** argv) {
           gcl_cli::resolve_transport(transport, job, world, app.count("--world-size") > 0, "train");
       !why.empty())
     return gcl_cli::usage_error(app, why);
+  if (cfg.overlap && transport == "auto")
+    return gcl_cli::usage_error(app,
+                                "--overlap: --transport auto (shared memory within a host, tcp "
+                                "between) has no non-blocking all_reduce; use --transport shm or "
+                                "tcp");
   if (json) {  // stdout keeps only the JSON: the human lines go to stderr
     std::fflush(stdout);
     int const fd = ::dup(STDOUT_FILENO);
@@ -203,11 +239,19 @@ int main(int argc, char** argv) {
                              : transport == "shm"  ? " over shared memory"
                              : transport == "tcp"  ? " over tcp"
                                                    : ", shared memory within a host, tcp between");
+    std::string sync = cfg.sync;
+    if (cfg.sync == "grads") {
+      auto const n = lenet5::make_buckets(lenet5::network<float>::layer_parameters,
+                                          cfg.bucket_kib * 1024, sizeof(float))
+                         .size();
+      sync += " (" + std::to_string(n) + " bucket" + (n == 1 ? "" : "s") + " of at most " +
+              std::to_string(cfg.bucket_kib) + " KiB" + (cfg.overlap ? ", overlapped" : "") + ")";
+    }
     auto header = [&](int n) {
       std::printf(
           "train_lenet5: %d rank%s (%s), all_reduce %s, sync %s, optimizer %s, lr %g, batch %d "
           "per rank, %zu parameters\n",
-          n, n == 1 ? "" : "s", how.c_str(), cfg.algorithm.c_str(), cfg.sync.c_str(),
+          n, n == 1 ? "" : "s", how.c_str(), cfg.algorithm.c_str(), sync.c_str(),
           cfg.optimizer.c_str(), double(cfg.lr), cfg.batch,
           lenet5::network<float>::parameter_count);
     };

@@ -2,11 +2,15 @@
 /// \file
 /// Distributed SGD for LeNet-5 on any gcl communicator. Every rank trains on its own shard of
 /// the training set (rank-strided: images rank, rank + N, rank + 2N, ...) with its own batch,
-/// and after each local step the ranks synchronise with one `gcl::all_reduce` of a whole arena:
+/// and after each local step the ranks synchronise with `gcl::all_reduce`:
 ///
 /// - `sync = params`: Algorithm 1 of doc/homework.md: x_n = x - lr G_n locally, then
 ///   x = (1/N) sum_n x_n (all_reduce of the parameter arena, then divide by N);
-/// - `sync = grads`: as DDP: G = (1/N) sum_n G_n (all_reduce of the gradient arena), then step.
+/// - `sync = grads`: as DDP: G = (1/N) sum_n G_n, then step. The gradient arena is all-reduced
+///   in buckets of layers (buckets.hpp, `bucket_kib`), one all_reduce per bucket, last layers
+///   first; with `overlap`, each bucket's `gcl::iall_reduce` starts as soon as the backward pass
+///   has finished its layers, and the step waits for all of them. Both reduce the same buckets
+///   with the same algorithm, so they end with the same bits.
 ///
 /// For plain SGD both give the same iterates up to rounding. Ranks stay bit-identical because
 /// all_reduce gives every rank the same bits; every evaluation checks it with an all_reduce of a
@@ -29,6 +33,7 @@
 #include <vector>
 
 #include "algorithms.hpp"
+#include "buckets.hpp"
 #include "idx.hpp"
 #include "network.hpp"
 #include "optimizer.hpp"
@@ -56,6 +61,11 @@ struct train_config {
   /// Put a barrier before each all_reduce, so that the time spent waiting for the slowest rank
   /// (load imbalance, time-sharing of cores) is measured apart from the all_reduce itself.
   bool split_wait = false;
+  /// sync = grads: gradient buckets of at most this many KiB (a layer is never split; 242 or
+  /// more: the whole arena in one)
+  std::size_t bucket_kib = 64;
+  /// sync = grads: start each bucket's non-blocking all_reduce during the backward pass
+  bool overlap = false;
 };
 
 /// One evaluation: after `iteration` steps, the accuracy on the test images.
@@ -74,6 +84,13 @@ struct train_result {
   double comm_share = 0;         ///< this rank's share of step time in all_reduce (and barrier)
   double wait_share = 0;         ///< with split_wait: the share spent in the barrier before it
   double compute_seconds = 0, comm_seconds = 0, wait_seconds = 0;  ///< this rank's totals
+  /// How long this rank's all_reduces of the steps ran (with overlap: the sum of the requests'
+  /// run_time(); blocking: comm_seconds) and how much of it the steps waited for (with overlap:
+  /// the time in wait(), which is comm_seconds then; blocking: all of it). hidden = max(0,
+  /// run - exposed), the communication the backward pass hid.
+  double comm_run_seconds = 0, comm_exposed_seconds = 0, comm_hidden_seconds = 0;
+  double comm_hidden_share = 0;  ///< hidden / run (0 when nothing ran)
+  std::size_t buckets = 0;       ///< sync = grads: all_reduces per step
   std::vector<evaluation> evaluations;
   std::vector<float> parameters;  ///< the final parameters of this rank
 };
@@ -132,12 +149,37 @@ train_result train(Comm& comm, mnist const& data, train_config const& cfg) {
   if (cfg.sync != "params" && cfg.sync != "grads")
     throw std::invalid_argument("unknown --sync '" + cfg.sync + "' (params or grads)");
   if (cfg.batch < 1) throw std::invalid_argument("--batch must be at least 1");
+  if (cfg.overlap && cfg.sync != "grads")
+    throw std::invalid_argument(
+        "--overlap needs --sync grads (it overlaps the gradients' all_reduce with the "
+        "backward pass)");
+  if (cfg.bucket_kib < 1) throw std::invalid_argument("--bucket-kib must be at least 1");
   auto reduce = make_reducer(comm, cfg.algorithm);
+  if (cfg.overlap && !reduce.has_isum())
+    throw std::invalid_argument(
+        "--overlap: this transport has no non-blocking all_reduce (inproc, shm and tcp have)");
 
   std::vector<float> params(network<float>::parameter_count), grads(params.size());
   network<float> net(params, grads);
   net.init(cfg.seed);  // same seed on every rank: same start
   auto opt = detail::make_optimizer(cfg);
+
+  // sync = grads: the buckets, and with overlap their requests, started from the backward pass.
+  std::vector<bucket> const buckets =
+      cfg.sync == "grads"
+          ? make_buckets(network<float>::layer_parameters, cfg.bucket_kib * 1024, sizeof(float))
+          : std::vector<bucket>{};
+  auto const bucket_span = [&](bucket const& b) {
+    return std::span<float>(grads).subspan(b.offset, b.count);
+  };
+  std::vector<gcl::collective_request> pending(buckets.size());
+  std::size_t started = 0;  // buckets started in this step's backward pass
+  auto const start_ready = [&](std::size_t layer) {
+    if (started < buckets.size() && layer == buckets[started].first) {
+      pending[started] = reduce.isum(bucket_span(buckets[started]));
+      ++started;
+    }
+  };
 
   // This rank's shard, rank-strided, equal sizes on all ranks.
   std::size_t const shard = data.train.count / std::size_t(world);
@@ -170,6 +212,7 @@ train_result train(Comm& comm, mnist const& data, train_config const& cfg) {
 
   train_result res;
   double compute_s = 0, comm_s = 0, wait_s = 0, eval_s = 0, loss_acc = 0;
+  double run_s = 0;  // how long the all_reduces ran (comm_s: how long the steps waited for them)
   double loss_ema = -1;  // smoothed training loss for the progress line
   long loss_n = 0;
   bool const tty = isatty(1);
@@ -242,7 +285,10 @@ train_result train(Comm& comm, mnist const& data, train_config const& cfg) {
     detail::make_batch(data.train,
                        std::span(order).subspan(std::size_t(in_epoch) * cfg.batch, cfg.batch),
                        x.data(), y.data());
-    float const loss = net.forward_backward(x.data(), y.data(), cfg.batch);
+    started = 0;
+    float const loss = cfg.overlap
+                           ? net.forward_backward(x.data(), y.data(), cfg.batch, start_ready)
+                           : net.forward_backward(x.data(), y.data(), cfg.batch);
     auto const step = [&] { std::visit([&](auto& o) { o.step(params, grads); }, opt); };
     auto const b = clock::now();
     auto const wait = [&] {
@@ -259,16 +305,29 @@ train_result train(Comm& comm, mnist const& data, train_config const& cfg) {
       auto const d = clock::now();
       for (auto& p : params) p /= float(world);
       comm_s += std::chrono::duration<double>(d - c).count();
+      run_s += std::chrono::duration<double>(d - c).count();
       compute_s += std::chrono::duration<double>(c - a).count() +
                    std::chrono::duration<double>(clock::now() - d).count();
     } else {
+      // With overlap every bucket is in flight already: the barrier of split_wait comes after
+      // the backward pass, and the time in wait() is what the backward pass did not hide.
       wait();
       auto const b2 = clock::now();
-      reduce.sum(grads);
+      if (cfg.overlap) {
+        if (started != buckets.size())
+          throw std::logic_error("lenet5::train: the backward pass started " +
+                                 std::to_string(started) + " of " + std::to_string(buckets.size()) +
+                                 " buckets");
+        for (auto& r : pending) r.wait();
+        for (auto const& r : pending) run_s += std::chrono::duration<double>(r.run_time()).count();
+      } else {
+        for (auto const& bk : buckets) reduce.sum(bucket_span(bk));  // the same buckets, in order
+      }
       auto const c = clock::now();
       for (auto& g : grads) g /= float(world);
       step();
       comm_s += std::chrono::duration<double>(c - b2).count();
+      if (!cfg.overlap) run_s += std::chrono::duration<double>(c - b2).count();
       compute_s += std::chrono::duration<double>(b - a).count() +
                    std::chrono::duration<double>(clock::now() - c).count();
     }
@@ -307,6 +366,10 @@ train_result train(Comm& comm, mnist const& data, train_config const& cfg) {
   res.comm_share = (comm_s + wait_s) / step_s;
   res.wait_share = wait_s / step_s;
   res.compute_seconds = compute_s, res.comm_seconds = comm_s, res.wait_seconds = wait_s;
+  res.comm_run_seconds = run_s, res.comm_exposed_seconds = comm_s;
+  res.comm_hidden_seconds = std::max(0.0, run_s - comm_s);
+  res.comm_hidden_share = run_s > 0 ? res.comm_hidden_seconds / run_s : 0;
+  res.buckets = buckets.size();
   res.parameters = params;
   return res;
 }

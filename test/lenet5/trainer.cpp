@@ -1,7 +1,8 @@
 // Tests of example/lenet5/trainer.hpp on synthetic data (no download): a short distributed run
 // with 4 ranks over gcl keeps every rank's parameters bit-identical, learns, and the two
 // synchronisation modes (parameter averaging, the homework's Algorithm 1; gradient averaging,
-// DDP) give the same parameters for plain SGD up to float rounding.
+// DDP) give the same parameters for plain SGD up to float rounding, and gradient averaging
+// overlapped with the backward pass (--overlap) gives the very bits of the blocking one.
 #define BOOST_TEST_MODULE lenet5_trainer
 #include <boost/test/unit_test.hpp>
 
@@ -134,6 +135,51 @@ BOOST_AUTO_TEST_CASE(one_rank_params_equals_plain_sgd) {
   BOOST_TEST((p[0].parameters == g[0].parameters));
 }
 
+// --sync grads all-reduces the gradients in buckets (64 KiB: 3, 1 KiB: one per layer, 1 MiB:
+// the whole arena). The partition changes the rounding of a sum of 3 or more ranks, so every
+// bucket size is its own run; all of them keep the ranks bit-identical.
+BOOST_AUTO_TEST_CASE(bucket_sizes_round_differently) {
+  std::vector<std::vector<float>> ends;
+  for (std::size_t kib : {1, 64, 1024}) {
+    BOOST_TEST_CONTEXT("--bucket-kib " << kib) {
+      auto c = small("grads");
+      c.bucket_kib = kib;
+      auto r = run(4, c);
+      BOOST_TEST(r[0].buckets == (kib == 1 ? 5u : kib == 64 ? 3u : 1u));
+      for (int k = 1; k < 4; ++k) BOOST_TEST((r[k].parameters == r[0].parameters));
+      ends.push_back(r[0].parameters);
+    }
+  }
+  BOOST_TEST((ends[0] != ends[1]));
+  BOOST_TEST((ends[1] != ends[2]));
+}
+
+// --overlap starts each bucket's iall_reduce from the backward pass; the blocking run reduces
+// the same buckets one after the other. Same buckets, same algorithm: the same bits (and 3
+// ranks, so that another partition would round differently, as the test above shows for 4).
+BOOST_AUTO_TEST_CASE(overlap_gives_the_bits_of_the_blocking_buckets) {
+  for (std::string alg : {"ring", "tree"})
+    for (std::size_t kib : {1, 64, 1024}) {
+      BOOST_TEST_CONTEXT(alg << ", --bucket-kib " << kib) {
+        auto c = small("grads", alg);
+        c.bucket_kib = kib;
+        auto blocking = run(3, c);
+        c.overlap = true;
+        auto overlapped = run(3, c);
+        for (int k = 0; k < 3; ++k)
+          BOOST_TEST((overlapped[k].parameters == blocking[0].parameters));
+        BOOST_TEST(overlapped[0].buckets == blocking[0].buckets);
+        // What ran and what the steps waited for; blocking hides nothing.
+        BOOST_TEST(overlapped[0].comm_run_seconds > 0);
+        BOOST_TEST(overlapped[0].comm_exposed_seconds == overlapped[0].comm_seconds);
+        BOOST_TEST(overlapped[0].comm_hidden_share >= 0);
+        BOOST_TEST(overlapped[0].comm_hidden_share <= 1);
+        BOOST_TEST(blocking[0].comm_run_seconds == blocking[0].comm_exposed_seconds);
+        BOOST_TEST(blocking[0].comm_hidden_share == 0);
+      }
+    }
+}
+
 BOOST_AUTO_TEST_CASE(bad_configuration) {
   auto c = small("params");
   c.sync = "both";
@@ -142,5 +188,11 @@ BOOST_AUTO_TEST_CASE(bad_configuration) {
   BOOST_CHECK_THROW(run(2, c), std::invalid_argument);
   c = small("params");
   c.batch = 1000;  // more than a rank's shard
+  BOOST_CHECK_THROW(run(2, c), std::invalid_argument);
+  c = small("grads");
+  c.bucket_kib = 0;
+  BOOST_CHECK_THROW(run(2, c), std::invalid_argument);
+  c = small("params");
+  c.overlap = true;  // only gradients are overlapped
   BOOST_CHECK_THROW(run(2, c), std::invalid_argument);
 }
