@@ -17,9 +17,11 @@
 #include <chrono>
 #include <deque>
 #include <functional>
+#include <mutex>
 #include <numeric>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -387,4 +389,46 @@ BOOST_AUTO_TEST_CASE(a_rank_that_dies_releases_the_others_wait) {
   t.timeout = std::chrono::seconds{60};
   check_dead_rank<gcl::tcp_transport>(t, "tcp");
 #endif
+}
+
+namespace {
+std::mutex warnings_mutex;
+std::vector<std::string> warnings;
+void record_warning(gcl::log_level level, std::string_view message) noexcept {
+  if (level != gcl::log_level::warning) return;
+  std::lock_guard lock(warnings_mutex);
+  warnings.emplace_back(message);
+}
+}  // namespace
+
+// A request dropped without wait() waits for its collective (its buffer is still being
+// written) and does not let a failure pass unseen: it is logged.
+BOOST_AUTO_TEST_CASE(a_dropped_request_waits_and_logs_its_failure) {
+  auto const previous = gcl::set_log_handler(&record_warning);
+  std::vector<std::string> complaints(2);
+  try {
+    gcl::spawn<gcl::inproc_transport>(2,
+                                      [&](auto& comm) {
+                                        std::vector<int> good(1000, 1);
+                                        {
+                                          auto r = gcl::iall_reduce(comm, good, gcl::sum{});
+                                        }  // dropped: waits
+                                        if (good[999] != 2)
+                                          complaints[std::size_t(comm.rank())] = "not waited for";
+                                        std::vector<int> bad(comm.rank() == 0 ? 3 : 4, 1);
+                                        {
+                                          auto r = gcl::iall_reduce(comm, bad, gcl::sum{});
+                                        }  // dropped: fails
+                                      },
+                                      {.timeout = std::chrono::seconds{60}});
+  } catch (std::exception const&) {
+  }
+  gcl::set_log_handler(previous);
+  for (auto const& c : complaints) BOOST_TEST(c.empty(), c);
+  std::lock_guard lock(warnings_mutex);
+  BOOST_TEST_REQUIRE(!warnings.empty());
+  BOOST_TEST(
+      warnings.front().find("all_reduce failed and its request was dropped without wait()") !=
+          std::string::npos,
+      warnings.front());
 }

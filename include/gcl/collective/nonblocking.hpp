@@ -15,8 +15,9 @@
 ///  - The buffers (and count arrays) belong to gcl until `wait()` returns: lvalue ranges and the
 ///    buffer arguments are used in place, everything else (root, operator, algorithm, spans) is
 ///    copied when the call is made.
-///  - The first non-blocking call on a communicator is collective: it forms the lane (a fork of
-///    the transport, `forkable_transport`) with a broadcast and a barrier on the communicator.
+///  - The first non-blocking call on a communicator is collective, as a blocking collective is:
+///    it forms the lane (a fork of the transport, `forkable_transport`) with a broadcast and a
+///    barrier on the communicator. `gcl::ibarrier(comm).wait()` forms it up front.
 ///  - An error (timeout, dead peer, mismatch, a wrong argument) is thrown by `wait()`, with the
 ///    message the blocking call would give; the collectives started after a failed one fail
 ///    with the same error. Blocking calls, point-to-point ones included, may be made in

@@ -110,8 +110,10 @@ class collective_request {
   // Waits for a request being dropped: the collective may still be writing its buffers.
   void settle() noexcept {
     if (!state_) return;
-    std::unique_lock lock(state_->mutex);
-    state_->finished_cv.wait(lock, [&] { return state_->finished; });
+    {
+      std::unique_lock lock(state_->mutex);
+      state_->finished_cv.wait(lock, [&] { return state_->finished; });
+    }  // finished: the progress thread writes the state no more (and unlocked before reset)
     if (state_->error && !state_->observed) {
       try {
         std::rethrow_exception(state_->error);
