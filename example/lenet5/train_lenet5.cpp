@@ -214,11 +214,6 @@ int main(int argc, char** argv) {
           gcl_cli::resolve_transport(transport, job, world, app.count("--world-size") > 0, "train");
       !why.empty())
     return gcl_cli::usage_error(app, why);
-  if (cfg.overlap && transport == "auto")
-    return gcl_cli::usage_error(app,
-                                "--overlap: --transport auto (shared memory within a host, tcp "
-                                "between) has no non-blocking all_reduce; use --transport shm or "
-                                "tcp");
   if (json) {  // stdout keeps only the JSON: the human lines go to stderr
     std::fflush(stdout);
     int const fd = ::dup(STDOUT_FILENO);

@@ -2,7 +2,8 @@
 # train_lenet5 --sync grads --overlap (each gradient bucket's non-blocking all_reduce started
 # from the backward pass) ends with the very parameters (one hash) of the blocking --sync grads,
 # which all-reduces the same buckets one after the other: 3 ranks as threads over inproc, shm
-# and tcp, and as processes under tools/gcl-launch over tcp; for 1, 3 and 5 buckets. 3 ranks,
+# and tcp, and as processes under tools/gcl-launch over tcp and auto (hybrid); for 1, 3 and 5
+# buckets. 3 ranks,
 # not 2: a sum of two floats is the same in any order, so with 2 ranks other buckets would give
 # the same bits and the comparison could not fail (checked below: other buckets, other hash).
 # It also says what it hid (text and --json), and refuses what it cannot do.
@@ -58,6 +59,10 @@ if ((with_tcp)); then
   [[ $got == "$want" ]] ||
     fail "--overlap over tcp processes: hash $got, blocking's is $want: $(cat "$tmp/overlap_tcp_processes")"
   echo "overlap, default buckets, tcp processes: $got"
+  run overlap_auto_processes "${launch[@]}" "$trainer" "${args[@]}" -t auto --overlap
+  [[ $got == "$want" ]] ||
+    fail "--overlap over auto (hybrid) processes: hash $got, blocking's is $want: $(cat "$tmp/overlap_auto_processes")"
+  echo "overlap, default buckets, auto (hybrid) processes: $got"
 fi
 
 # It says what it hid: in the header, the summary, RESULT and --json.
@@ -80,8 +85,7 @@ assert abs(d["comm_hidden_seconds"] - max(0, d["comm_run_seconds"] - d["comm_exp
 print(f"--json: {d['buckets']} buckets, {100 * d['comm_hidden_share']:.1f}% hidden")
 PY
 
-# Refused, with one line naming the flag: --overlap or --bucket-kib without --sync grads, and
-# --overlap over --transport auto (hybrid: no non-blocking collectives).
+# Refused, with one line naming the flag: --overlap or --bucket-kib without --sync grads.
 refused() {  # WORD ARGS...: exit 2, nothing on stdout, one line on stderr naming WORD
   local word=$1; shift
   local code=0
@@ -94,7 +98,4 @@ refused() {  # WORD ARGS...: exit 2, nothing on stdout, one line on stderr namin
 refused --overlap --overlap
 refused --overlap --sync params --overlap
 refused --bucket-kib --bucket-kib 128
-if ((with_tcp)); then
-  refused "--transport auto" --sync grads --overlap -t auto -p 2
-fi
 echo "OK: --overlap gives the blocking run's parameters and reports what it hid"
