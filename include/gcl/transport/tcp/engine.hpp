@@ -174,11 +174,13 @@ class tcp_impl {
   // call back) whenever something a caller may wait for happens: a message queued, a failure,
   // a peer's bye. From then on, no frame is left in its socket for a later receive (parking):
   // a caller that waits elsewhere posts no receive that would take it, so every frame is read
-  // as it comes. Empty: no hook (set so before what it calls goes away).
+  // as it comes, and those already parked are read now (a peer with nothing else to set up may
+  // have sent one before the hook came). Empty: no hook (set so before what it calls goes away).
   void set_arrival_hook(std::function<void()> hook) {
     std::lock_guard lock(mutex_);
     arrival_hook_ = std::move(hook);
     parking_ = false;
+    if (parked_count_ > 0) asio::post(io_, [this] { drain_parked(); });
   }
 
   // recv without waiting: takes the oldest message from (peer, tg) into `in` if one has
