@@ -129,7 +129,8 @@ struct options {
   std::string algorithm = "by_size";
   int world_size = 2;
   std::uint64_t bytes = std::uint64_t{64} << 20;
-  double compute_ms = 0;  // 0: calibrated to C
+  double compute_ms = 0;        // 0: calibrated to C
+  std::string compute = "cpu";  // or "sleep": computation elsewhere (a GPU's), the CPU free
   int iters = 10;
   int warmup = 2;
   std::string bind = "none";
@@ -220,8 +221,15 @@ std::uint64_t run_rank(Comm& comm, options const& o, Alg const& alg, std::string
 
   // T: rank 0 calibrates while the others wait, and every rank runs the same rounds.
   double const target_s = o.compute_ms > 0 ? o.compute_ms / 1e3 : c_s;
-  std::uint64_t rounds = me == 0 ? calibrate(target_s) : 0;
+  bool const sleeping = o.compute == "sleep";
+  std::uint64_t rounds = me == 0 && !sleeping ? calibrate(target_s) : 0;
   gcl::broadcast(comm, rounds, 0);
+  // The compute phase; its CPU time (none while sleeping).
+  auto const compute_phase = [&] {
+    if (!sleeping) return cpu_seconds_of(rounds);
+    std::this_thread::sleep_for(std::chrono::duration<double>(target_s));
+    return 0.0;
+  };
   progress("T = " + std::to_string(rounds) + " rounds, calibrated to " +
            std::to_string(ms(target_s)) + " ms of one core");
 
@@ -233,7 +241,7 @@ std::uint64_t run_rank(Comm& comm, options const& o, Alg const& alg, std::string
     fill(d, me);
     barrier();
     auto const s0 = bench::clock::now();
-    double const s_cpu = cpu_seconds_of(rounds);
+    double const s_cpu = compute_phase();
     auto const s1 = bench::clock::now();
     gcl::all_reduce(comm, d, gcl::sum{}, alg);
     auto const s2 = bench::clock::now();
@@ -244,7 +252,7 @@ std::uint64_t run_rank(Comm& comm, options const& o, Alg const& alg, std::string
     auto const o0 = bench::clock::now();
     gcl::collective_request r = gcl::iall_reduce(comm, d, gcl::sum{}, alg);
     auto const o1 = bench::clock::now();
-    double const o_cpu = cpu_seconds_of(rounds);
+    double const o_cpu = compute_phase();
     auto const o2 = bench::clock::now();
     r.wait();
     auto const o3 = bench::clock::now();
@@ -296,6 +304,7 @@ std::uint64_t run_rank(Comm& comm, options const& o, Alg const& alg, std::string
     j["algorithm"] = alg_name;
     j["iters"] = o.iters;
     j["warmup"] = o.warmup;
+    j["compute"] = o.compute;
     j["compute_rounds"] = rounds;
     j["t_target_ms"] = ms(target_s);
     j["c_ms"] = ms(c_s);
@@ -332,12 +341,19 @@ std::uint64_t run_rank(Comm& comm, options const& o, Alg const& alg, std::string
       "# overlap: all_reduce of %s, sum, %s; %d ranks, %s; median over %d iterations "
       "(after %d warm-up) of the slowest rank's time\n",
       size_text(o.bytes).c_str(), alg_name.c_str(), p, how.c_str(), o.iters, o.warmup);
-  std::printf(
-      "# C: blocking all_reduce alone, calls back to back. T: compute phase, %llu rounds "
-      "of a multiply-add over %d floats in L1, calibrated to %.3f ms of one core's CPU time%s, "
-      "measured (wall clock) in the serial iterations\n",
-      static_cast<unsigned long long>(rounds), lanes, ms(target_s),
-      o.compute_ms > 0 ? " (--compute-ms)" : " (= C)");
+  if (sleeping)
+    std::printf(
+        "# C: blocking all_reduce alone, calls back to back. T: compute phase, a sleep of "
+        "%.3f ms%s (--compute sleep: computation elsewhere, as a GPU's, the CPU free), "
+        "measured (wall clock) in the serial iterations\n",
+        ms(target_s), o.compute_ms > 0 ? " (--compute-ms)" : " (= C)");
+  else
+    std::printf(
+        "# C: blocking all_reduce alone, calls back to back. T: compute phase, %llu rounds "
+        "of a multiply-add over %d floats in L1, calibrated to %.3f ms of one core's CPU "
+        "time%s, measured (wall clock) in the serial iterations\n",
+        static_cast<unsigned long long>(rounds), lanes, ms(target_s),
+        o.compute_ms > 0 ? " (--compute-ms)" : " (= C)");
   std::printf(
       "# serial: barrier, compute T, blocking all_reduce. overlapped: barrier, "
       "r = iall_reduce, compute T, r.wait()\n");
@@ -442,6 +458,12 @@ int main(int argc, char** argv) {
                  "the compute phase T in milliseconds on one core (default 0: calibrated to the "
                  "time of the blocking all_reduce alone, C)")
       ->check(CLI::Range(0.0, 1e7))
+      ->capture_default_str();
+  app.add_option("--compute", o.compute,
+                 "cpu: a multiply-add loop on the rank's thread; sleep: the rank's thread "
+                 "sleeps for T, as while a GPU computes, which leaves the CPU to the "
+                 "communication")
+      ->check(CLI::IsMember({"cpu", "sleep"}))
       ->capture_default_str();
   app.add_option("-n,--iters", o.iters,
                  "timed iterations: calls of C, and serial and overlapped iterations (medians)")
