@@ -32,6 +32,8 @@
 #include <utility>
 #include <vector>
 
+#include "support/every_transport.hpp"
+
 namespace {
 
 constexpr int world_sizes[] = {1, 2, 3, 4, 5, 7, 8};
@@ -45,27 +47,7 @@ std::string text(std::vector<int> const& v) {
 // Runs f(comm) -> std::string on p ranks over every transport; returns the first complaint.
 template <class F>
 std::string everywhere(int p, F f) {
-  auto first = [&](std::vector<std::string> const& errors, char const* over) -> std::string {
-    for (int r = 0; r < p; ++r)
-      if (!errors[static_cast<std::size_t>(r)].empty())
-        return std::string(over) + " P=" + std::to_string(p) + " rank " + std::to_string(r) + ": " +
-               errors[static_cast<std::size_t>(r)];
-    return "";
-  };
-  std::string e = first(gcl::spawn<gcl::inproc_transport>(p, f), "inproc");
-  if (e.empty()) e = first(gcl::spawn<gcl::counting<gcl::inproc_transport>>(p, f), "counting");
-  if (e.empty()) e = first(gcl::spawn<gcl::shm_transport>(p, f), "shm");
-#if defined(GCL_TEST_TCP)
-  gcl::tcp_options o;
-  o.timeout = std::chrono::seconds{30};
-  if (e.empty()) e = first(gcl::spawn<gcl::tcp_transport>(p, f, o), "tcp");
-  // Two pretend hosts, even and odd ranks: shared memory within each, TCP between.
-  gcl::hybrid_options h;
-  h.tcp.timeout = std::chrono::seconds{30};
-  for (int r = 0; r < p; ++r) h.test_hosts.push_back(r % 2);
-  if (e.empty()) e = first(gcl::spawn<gcl::hybrid_transport>(p, f, h), "hybrid");
-#endif
-  return e;
+  return gcl_test::on_every_transport(p, f, std::chrono::seconds{30});
 }
 
 // The ranks of the communicator that rank `me` joins when every rank r passes color(r), key(r):
