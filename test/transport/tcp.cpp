@@ -157,6 +157,58 @@ BOOST_AUTO_TEST_CASE(fifo_per_source_and_tag_with_interleaved_tags_and_sizes) {
   }
 }
 
+BOOST_AUTO_TEST_CASE(a_rank_polling_one_peer_still_lets_another_finish_a_large_send) {
+  // With polling (spin), a rank that keeps receiving from one peer reads that peer's socket
+  // itself and keeps its I/O thread resting (out of epoll_wait, which every arrival would wake);
+  // another peer's large send to it must still complete. Rank 0 ping-pongs with rank 1 while
+  // rank 2 sends it 16 MiB that rank 0 receives only at the end; halfway, rank 1 waits for
+  // rank 2's word, which comes only once rank 2's large send is done, so the ping-pong stalls
+  // until rank 0's transport reads that send without a receive posted for it.
+  constexpr std::size_t n = (std::size_t{16} << 20) / sizeof(std::uint32_t);
+  constexpr std::uint32_t rounds = 2000;
+  auto o = quick();
+  o.spin = std::chrono::microseconds{50};
+  gcl::spawn<tcp_transport>(
+      3,
+      [&](auto& comm) {
+        auto& t = comm.transport();
+        std::vector<std::uint32_t> one(1);
+        switch (t.rank()) {
+          case 0:
+            for (std::uint32_t i = 0; i < rounds; ++i) {
+              one[0] = i;
+              t.send(1, gcl::tag{1}, bytes(one));
+              t.recv(1, gcl::tag{2}, wbytes(one));
+              expect(one[0] == i + 1,
+                     "pong " + std::to_string(i) + " came back as " + std::to_string(one[0]));
+            }
+            {
+              std::vector<std::uint32_t> got(n);
+              t.recv(2, gcl::tag{3}, wbytes(got));
+              expect(got == pattern(n, 3), "rank 2's 16 MiB arrived wrong");
+            }
+            break;
+          case 1:
+            for (std::uint32_t i = 0; i < rounds; ++i) {
+              if (i == rounds / 2) {
+                t.recv(2, gcl::tag{4}, wbytes(one));
+                expect(one[0] == 42, "rank 2's word arrived wrong");
+              }
+              t.recv(0, gcl::tag{1}, wbytes(one));
+              ++one[0];
+              t.send(0, gcl::tag{2}, bytes(one));
+            }
+            break;
+          default:
+            t.send(0, gcl::tag{3}, bytes(pattern(n, 3)));
+            one[0] = 42;
+            t.send(1, gcl::tag{4}, bytes(one));
+        }
+      },
+      o);
+  check_rank_failures();
+}
+
 BOOST_AUTO_TEST_CASE(eager_send_256_mib_everybody_sends_then_receives) {
   // Both ranks send 256 MiB before either receives: must not deadlock.
   constexpr std::size_t n = (std::size_t{256} << 20) / sizeof(std::uint32_t);

@@ -128,7 +128,7 @@ class tcp_impl {
     }
     io_.restart();  // the rendezvous may have run it out of work
     for (int r = 0; r < o_.size; ++r)
-      if (peers_[r].socket) asio::post(io_, [this, r] { start_reading(r); });
+      if (peers_[r].socket) post_io([this, r] { start_reading(r); });
     guard_.emplace(io_.get_executor());
     thread_ = std::thread([this] {
       // A caller that polls reads its own messages; this thread's work (other peers' frames,
@@ -180,7 +180,7 @@ class tcp_impl {
     std::lock_guard lock(mutex_);
     arrival_hook_ = std::move(hook);
     parking_ = false;
-    if (parked_count_ > 0) asio::post(io_, [this] { drain_parked(); });
+    if (parked_count_ > 0) post_io([this] { drain_parked(); });
   }
 
   // recv without waiting: takes the oldest message from (peer, tg) into `in` if one has
@@ -243,7 +243,7 @@ class tcp_impl {
     progress_.set(c);
     if (c.kind == call_kind::point_to_point) {
       // Out of the collective: frames parked for its successor wait at most park_grace.
-      if (parked_count_ > 0) asio::post(io_, [this] { arm_drain_timer(); });
+      if (parked_count_ > 0) post_io([this] { arm_drain_timer(); });
       return;
     }
     for (int r = 0; r < o_.size; ++r)
@@ -317,7 +317,7 @@ class tcp_impl {
       }
       // The kernel's buffer is full: the I/O thread writes the rest (it keeps the writer role).
       p.writes.push_front(&w);
-      asio::post(io_, [this, peer] { start_write(peer); });
+      post_io([this, peer] { start_write(peer); });
     }
     auto const now = std::chrono::steady_clock::now();
     auto const deadline = now + o_.timeout, spin_until = now + o_.spin;
@@ -335,7 +335,7 @@ class tcp_impl {
       }
       // The frame may be half-written from our caller's buffer: close the socket and wait for
       // the write to be cancelled before the buffer can go away.
-      asio::post(io_, [this, peer] { close_peer(peer); });
+      post_io([this, peer] { close_peer(peer); });
       sleep(lock, [&] { return w.done; });
     }
     if (w.ec) {
@@ -421,7 +421,8 @@ class tcp_impl {
         }
         if (now < spin_until && peer != o_.rank) {
           // Polls the socket itself (above) rather than the I/O thread's news: the message is
-          // read the moment it is there, with no wake-up of either thread.
+          // read the moment it is there, with no wake-up of either thread (rest_io).
+          rest_io(now);
           lock.unlock();
           std::this_thread::yield();
           while (!lock.try_lock()) std::this_thread::yield();
@@ -519,7 +520,8 @@ class tcp_impl {
   void sleep_until(std::unique_lock<std::mutex>& lock,
                    std::chrono::steady_clock::time_point until) {
     caller_sleeping_ = true;
-    if (parked_count_ > 0) asio::post(io_, [this] { drain_parked(); });
+    end_rest();  // the I/O thread reads for a caller that sleeps
+    if (parked_count_ > 0) post_io([this] { drain_parked(); });
     changed_.wait_until(lock, until);
     caller_sleeping_ = false;
   }
@@ -575,7 +577,7 @@ class tcp_impl {
       peers_[r].status = {};
       peers_[r].status.rank = r;
     }
-    asio::post(io_, [this] {
+    post_io([this] {
       for (int r = 0; r < o_.size; ++r) {
         auto& p = peers_[r];
         if (!p.socket || !p.socket->is_open() || p.finished) continue;
@@ -674,7 +676,7 @@ class tcp_impl {
   void unpost(std::unique_lock<std::mutex>& lock, tcp_posted_recv& pr) {
     if (pr.st == tcp_posted_recv::claimed) {
       auto& p = peers_[pr.source];
-      asio::post(io_, [this, r = pr.source] { close_peer(r); });
+      post_io([this, r = pr.source] { close_peer(r); });
       if (!p.reading) {
         p.stage = tcp_peer::rx_stage::stopped;
         p.rx_direct = false;
@@ -701,7 +703,7 @@ class tcp_impl {
     notify();
     if (!tell || abort_->aborted) return;
     ++owned_writes_;  // until the frames are queued, so shut_down() waits for them
-    asio::post(io_, [this, code, what] {
+    post_io([this, code, what] {
       for (int r = 0; r < o_.size; ++r) {
         if (!peers_[r].socket || peers_[r].finished) continue;
         auto* w = new tcp_write;
@@ -723,6 +725,78 @@ class tcp_impl {
   }
 
   // ---- I/O thread ----
+
+  // Every handler reaches the I/O thread through here: a rest (rest_io) ends first, so that the
+  // handler runs now. Posted under rest_mutex_, as a rest is: a handler queued behind a rest
+  // always finds that rest told to end.
+  template <class F>
+  void post_io(F&& f) {
+    std::lock_guard r(rest_mutex_);
+    tell_rest_to_end();
+    asio::post(io_, std::forward<F>(f));
+  }
+
+  // Under mutex_, on the caller's thread, while it polls the socket it waits on: keeps the I/O
+  // thread out of epoll_wait until the caller stops polling. Asio's reactor watches every
+  // socket (edge-triggered) whether or not an operation waits on it, so a thread blocked in
+  // epoll_wait is woken by every frame that arrives, including the ones the caller reads
+  // itself: on the sender's core a wake-up (an inter-processor interrupt), on this one a switch
+  // to the I/O thread and back, per message (`perf record` of a 4-byte all_reduce at P = 2:
+  // the sender's sock_def_readable -> try_to_wake_up, and epoll_wait, among the top entries).
+  // Resting, the I/O thread waits on a condition variable instead, which no arrival touches;
+  // posted once, it lasts for as long as the caller keeps polling (call after call), and ends
+  // at rest_window after the last poll, when the caller sleeps (sleep_until), when anything is
+  // posted to the I/O thread (post_io), or while the I/O thread has a write to finish.
+  void rest_io(std::chrono::steady_clock::time_point now) {
+    // Not under hybrid_transport (an arrival hook): its caller waits elsewhere, for frames that
+    // only the I/O thread reads.
+    if (arrival_hook_) return;
+    caller_polled_at_.store(now.time_since_epoch().count(), std::memory_order_relaxed);
+    if (resting_.load(std::memory_order_relaxed)) return;
+    std::lock_guard r(rest_mutex_);
+    resting_.store(true, std::memory_order_relaxed);
+    rest_end_ = false;
+    asio::post(io_, [this] { rest(); });
+  }
+
+  // Ends a rest now (or makes a rest that is posted but not begun end at once).
+  void end_rest() {
+    if (!resting_.load(std::memory_order_relaxed)) return;
+    std::lock_guard r(rest_mutex_);
+    tell_rest_to_end();
+  }
+  void tell_rest_to_end() {  // under rest_mutex_
+    if (!resting_.load(std::memory_order_relaxed)) return;
+    rest_end_ = true;
+    rest_cv_.notify_one();
+  }
+
+  // On the I/O thread: the rest itself. Waits in slices of rest_window while the caller polls
+  // and the I/O thread has nothing of its own to do.
+  void rest() {
+    auto finish = [this] {
+      std::lock_guard r(rest_mutex_);
+      rest_end_ = false;
+      resting_.store(false, std::memory_order_relaxed);
+    };
+    for (;;) {
+      {
+        std::lock_guard lock(mutex_);
+        auto const polled = std::chrono::steady_clock::time_point(
+            std::chrono::steady_clock::duration(caller_polled_at_.load(std::memory_order_relaxed)));
+        bool stop = caller_sleeping_ || closing_ || leaving_ || poisoned_ || abort_->aborted ||
+                    arrival_hook_ || std::chrono::steady_clock::now() - polled > rest_window;
+        for (auto const& p : peers_) stop = stop || p.writing;  // a write it may have to finish
+        if (stop) return finish();
+      }
+      std::unique_lock r(rest_mutex_);
+      if (!rest_end_) rest_cv_.wait_for(r, rest_window);
+      if (rest_end_) {
+        r.unlock();
+        return finish();
+      }
+    }
+  }
 
   void run_io() {
     for (;;) {
@@ -804,7 +878,7 @@ class tcp_impl {
     if (peers_[r].writes.empty())
       peers_[r].writing = false;
     else
-      asio::post(io_, [this, r] { start_write(r); });
+      post_io([this, r] { start_write(r); });
   }
 
   // Under mutex_: a write to peer r failed (the caller's or the I/O thread's).
@@ -1048,7 +1122,7 @@ class tcp_impl {
              prefix() + "protocol error on the connection with " + p.where + ": " + problem +
                  "; closed the connection",
              true);
-      asio::post(io_, [this, r] { close_peer(r); });
+      post_io([this, r] { close_peer(r); });
       return;
     }
     p.rx = header.value;
@@ -1062,7 +1136,7 @@ class tcp_impl {
       return;  // read on, until EOF
     }
     if (p.rx.type == frame_type::status_query) {
-      asio::post(io_, [this, r] { answer_status(r); });  // a write: the I/O thread's
+      post_io([this, r] { answer_status(r); });  // a write: the I/O thread's
       return;
     }
     if (p.rx.type == frame_type::status_reply) return record_status(r, p.rx);
@@ -1113,7 +1187,7 @@ class tcp_impl {
       } else if (may_park && may_park_now(p.rx)) {
         p.stage = tcp_peer::rx_stage::parked;
         ++parked_count_;
-        if (!progress_.in_call()) asio::post(io_, [this] { arm_drain_timer(); });
+        if (!progress_.in_call()) post_io([this] { arm_drain_timer(); });
         return;
       } else {
         // At most receive_step now; more as the bytes arrive (grow_rx_message): a header's
@@ -1191,7 +1265,7 @@ class tcp_impl {
                  std::to_string(m.size) + " bytes " + p.where + " is sending (" + describe(m.call) +
                  "); closed the connection",
              true);
-      asio::post(io_, [this, r] { close_peer(r); });
+      post_io([this, r] { close_peer(r); });
       return false;
     }
   }
@@ -1282,7 +1356,7 @@ class tcp_impl {
         // may poison us and tell the others, who may still be reading our last messages.
         leaving_ = true;
       }
-      asio::post(io_, [this, last] {
+      post_io([this, last] {
         for (int r = 0; r < o_.size; ++r) {
           if (!peers_[r].socket || !peers_[r].socket->is_open() || peers_[r].finished) continue;
           auto* w = new tcp_write;
@@ -1325,7 +1399,7 @@ class tcp_impl {
                   [&] { return owned_writes_ == 0; });
       closing_ = true;
     }
-    asio::post(io_, [this] {
+    post_io([this] {
       boost::system::error_code ec;
       acceptor_.close(ec);
       for (int r = 0; r < o_.size; ++r) close_peer(r);
@@ -1402,6 +1476,16 @@ class tcp_impl {
   std::vector<host_key> keys_;          // host_keys()
   std::function<void()> arrival_hook_;  // set_arrival_hook
   bool parking_ = true;                 // false once a hook is set
+
+  // rest_io: whether a rest is posted or under way (written under rest_mutex_); when the caller
+  // last polled (steady_clock ticks); the request to end it (under rest_mutex_, which is taken
+  // after mutex_, never before).
+  static constexpr std::chrono::microseconds rest_window{500};
+  std::atomic<bool> resting_{false};
+  std::atomic<std::chrono::steady_clock::rep> caller_polled_at_{0};
+  std::mutex rest_mutex_;
+  std::condition_variable rest_cv_;
+  bool rest_end_ = false;
 };
 
 }  // namespace detail
