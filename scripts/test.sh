@@ -4,7 +4,8 @@
 #   1. build-test/  the whole project (library tests, consumer and header tests, examples,
 #                   benchmarks' and trainer's smoke tests)
 #   2. build-tsan/  the library's tests again under ThreadSanitizer (-fsanitize=thread), without
-#                   examples, benchmarks and trainer; any race report fails the test.
+#                   examples, benchmarks and trainer, nor the programs that only add algorithm
+#                   logic (NOT_UNDER_TSAN in test/CMakeLists.txt); any race report fails the test.
 #   3. build-asan/  the library's tests again under AddressSanitizer and UndefinedBehaviorSanitizer
 #                   (-fsanitize=address,undefined), same exclusions; any report (memory error,
 #                   leak, undefined behaviour) fails the test.
