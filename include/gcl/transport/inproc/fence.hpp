@@ -12,6 +12,10 @@
 /// force that fence onto every running thread of the process instead, when it is about to
 /// sleep, after polling for a while anyway. Where membarrier is unavailable (not Linux, an old
 /// kernel, or a sanitizer that does not model it), both sides use ordinary fences.
+///
+/// Between processes (shm_transport) the same holds with membarrier's global commands: every
+/// process of the job registers, and the heavy fence then reaches every running thread of
+/// every registered process (`register_cross_process_fences`, `heavy_fence_across_processes`).
 
 #include <atomic>
 
@@ -60,6 +64,28 @@ inline void light_fence(bool asymmetric) noexcept {
 inline void heavy_fence(bool asymmetric) noexcept {
 #ifdef GCL_HAVE_MEMBARRIER
   if (asymmetric && syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0) return;
+#endif
+  (void)asymmetric;
+  full_fence();
+}
+
+/// Registers this process for `heavy_fence_across_processes` (every process whose light fences
+/// another's heavy fence must reach registers, before relying on it); whether that worked.
+/// Not cached: a registration is the process's, and a child made by fork has none.
+inline bool register_cross_process_fences() noexcept {
+#ifdef GCL_HAVE_MEMBARRIER
+  return syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED, 0, 0) == 0;
+#else
+  return false;
+#endif
+}
+
+/// The rare side's fence between processes: a full fence on every running thread of every
+/// process registered by `register_cross_process_fences` when `asymmetric`, which must then
+/// hold for every process whose light fence this pairs with.
+inline void heavy_fence_across_processes(bool asymmetric) noexcept {
+#ifdef GCL_HAVE_MEMBARRIER
+  if (asymmetric && syscall(SYS_membarrier, MEMBARRIER_CMD_GLOBAL_EXPEDITED, 0, 0) == 0) return;
 #endif
   (void)asymmetric;
   full_fence();

@@ -259,12 +259,19 @@ class shm_impl {
     probe_ = shm_magic ^ static_cast<std::uint64_t>(o_.rank);
     me.pid.store(static_cast<std::int32_t>(::getpid()), std::memory_order_relaxed);
     me.probe_address.store(reinterpret_cast<std::uintptr_t>(&probe_), std::memory_order_relaxed);
+    me.light_fences.store(register_cross_process_fences() ? 1 : 0, std::memory_order_relaxed);
     barrier(1, deadline);
     // Which peers' memory this rank can read: where it can, their large messages are copied
     // once, straight from their buffers (the kernel may forbid it: ptrace rules, seccomp).
     for (int s = 0; s < o_.size; ++s)
       seg_->pair(s, o_.rank).pull_ok.store(can_read(s) ? 1 : 0, std::memory_order_relaxed);
     barrier(2, deadline);
+    // Only now, and only if every rank registered: until every rank has left the setup's
+    // waits, which used full fences, no rank's light fence may pair with another's full one.
+    bool all = true;
+    for (int r = 0; r < o_.size; ++r)
+      all = all && seg_->rank(r).light_fences.load(std::memory_order_relaxed) == 1;
+    asymmetric_ = all;
   }
 
   // Every rank has reached this point of the setup (the n-th time).
@@ -635,7 +642,7 @@ class shm_impl {
         shm_rank_block& me;
         ~awake() { me.sleepers.fetch_sub(1, std::memory_order_relaxed); }
       } registered{me};
-      full_fence();
+      heavy_fence_across_processes(asymmetric_);
       auto const bell = me.bell.load(std::memory_order_acquire);
       if (look()) return true;
       throw_if_aborted(peer);
@@ -659,9 +666,11 @@ class shm_impl {
   // sleeps (`force`: always, for an abort or an end).
   void ring_bell(int r, bool force) noexcept {
     auto& b = seg_->rank(r);
-    // Dekker's pairing with await's registration; a full fence on both sides (membarrier, which
-    // inproc uses to spare the waker its fence, reaches only the threads of one process).
-    full_fence();
+    // Dekker's pairing with await's registration: a full fence on both sides, or, when every
+    // rank of the job registered for membarrier's global commands, none here and one on every
+    // core from the sleeper (inproc/fence.hpp): a waker's full fence waits for its stores to
+    // reach the other core, a cache-line round trip on every message.
+    light_fence(asymmetric_);
     if (!force && b.sleepers.load(std::memory_order_relaxed) == 0) return;
     b.bell.fetch_add(1, std::memory_order_release);
     futex_wake_all(b.bell);
@@ -878,6 +887,7 @@ class shm_impl {
   call_info call_{};
   call_progress progress_;
   bool poisoned_ = false;
+  bool asymmetric_ = false;  // light fences for wakers, heavy for sleepers (start, ring_bell)
   std::string failure_;
   std::function<void()> external_check_;  // set_external_check
   // What peers read with process_vm_readv at setup to learn whether they may.

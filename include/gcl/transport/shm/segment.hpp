@@ -37,7 +37,7 @@ static_assert(std::atomic<std::uint32_t>::is_always_lock_free);
 static_assert(std::atomic<std::int32_t>::is_always_lock_free);
 
 inline constexpr std::uint64_t shm_magic = 0x67636c2d73686d31ull;  // "gcl-shm1"
-inline constexpr std::uint32_t shm_version = 1;
+inline constexpr std::uint32_t shm_version = 2;
 
 // A call_info kept as words, so that another rank reads it without a data race (timeout
 // reports read it while its owner may write it), under a sequence counter.
@@ -95,6 +95,9 @@ struct alignas(64) shm_rank_block {
   // Written by the rank itself, read by the others.
   alignas(64) std::atomic<std::int32_t> pid{0};
   std::atomic<std::uint64_t> probe_address{0};  // where peers try process_vm_readv
+  // 1: registered for membarrier's global commands (inproc/fence.hpp); when every rank is, a
+  // waker's fence is the sleeper's to pay.
+  std::atomic<std::uint32_t> light_fences{0};
   std::atomic<std::uint32_t> ended{0};          // its transport is gone (its job is over)
   std::atomic<std::uint32_t> in_call{0};
   std::atomic<std::int32_t> waiting_for{-1};
@@ -221,8 +224,13 @@ class shm_segment {
     static std::map<std::pair<dev_t, ino_t>, std::weak_ptr<shm_segment>> r;
     return r;
   }
+  // MAP_POPULATE: every page is in place before the first message. Otherwise each page of a
+  // ring faults (allocated, zeroed, mapped in each process) the first time the ring's head
+  // passes it: measured at P = 2 (4-byte all_reduce, 20,000 calls back to back, 1 MiB rings),
+  // a mean per call of 0.6-2.3 us over the first pass against a median of 0.4, and means equal
+  // to medians once every page had been touched. The segment is about 2 MiB per rank.
   void map(int fd, std::size_t bytes, std::string const& prefix) {
-    void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
     if (p == MAP_FAILED)
       throw transport_error(errc::protocol, prefix + "cannot map the shared segment (" +
                                                 std::to_string(bytes) +
