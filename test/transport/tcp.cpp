@@ -683,9 +683,10 @@ BOOST_AUTO_TEST_CASE(from_env_reads_gcl_then_common_then_launcher_variables) {
   BOOST_TEST(o.rank == 1);
   BOOST_TEST(o.size == 2);
   BOOST_TEST(o.master_addr == "h");
-  BOOST_TEST(o.spin.count() == 0);  // the default: no polling
-  // Polling by default only where each rank has a core of its own: bound by the launcher, or
-  // no more ranks on this host than CPUs this process may use.
+  BOOST_TEST(o.spin.count() == 0);  // nothing says how many ranks share the host: no polling
+  // Polling by default where each rank has a core of its own (bound by the launcher, or no
+  // more ranks on this host than CPUs this process may use), longer where the launcher says
+  // they share cores, none where nothing says.
   std::map<std::string, std::string> const job{
       {"GCL_RANK", "0"}, {"GCL_WORLD_SIZE", "1"}, {"GCL_MASTER_ADDR", "h"}};
   auto with = [&](std::map<std::string, std::string> extra) {
@@ -697,9 +698,9 @@ BOOST_AUTO_TEST_CASE(from_env_reads_gcl_then_common_then_launcher_variables) {
   BOOST_TEST((with({{"GCL_BOUND_CPU", "1"}}) == gcl::tcp_options::default_spin));
   BOOST_TEST((with({{"GCL_BOUND_CPU", ""}}) == std::chrono::microseconds{0}));
   BOOST_TEST((with({{"LOCAL_WORLD_SIZE", cpus}}) == gcl::tcp_options::default_spin));
-  BOOST_TEST((with({{"LOCAL_WORLD_SIZE", too_many}}) == std::chrono::microseconds{0}));
+  BOOST_TEST((with({{"LOCAL_WORLD_SIZE", too_many}}) == gcl::tcp_options::shared_core_spin));
   BOOST_TEST((with({{"OMPI_COMM_WORLD_LOCAL_SIZE", "1"}}) == gcl::tcp_options::default_spin));
-  BOOST_TEST((with({{"MPI_LOCALNRANKS", too_many}}) == std::chrono::microseconds{0}));
+  BOOST_TEST((with({{"MPI_LOCALNRANKS", too_many}}) == gcl::tcp_options::shared_core_spin));
   BOOST_TEST((with({{"GCL_BOUND_CPU", "0"}, {"GCL_SPIN_US", "7"}}).count() == 7));
   BOOST_CHECK_THROW(with({{"LOCAL_WORLD_SIZE", "two"}}), gcl::usage_error);
   o = gcl::tcp_options::from_env(env({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "1"}}));
