@@ -36,11 +36,11 @@
 #include "../call_info.hpp"
 #include "../detail/call_progress.hpp"
 #include "../detail/error_text.hpp"
+#include "../detail/fence.hpp"
 #include "../error.hpp"
 #include "../fork_bootstrap.hpp"
 #include "../transport_hints.hpp"
 #include "inproc/channel.hpp"
-#include "inproc/fence.hpp"
 
 namespace gcl {
 
@@ -77,7 +77,7 @@ struct inproc_rank {
   // Wakes the rank when it sleeps. A peer that has made a change the rank may wait for
   // (published a message, took an offer) calls `wake`: a fence and one load when the rank is
   // awake; the mutex and a notify only when it sleeps. The sleeper registers in `sleepers`
-  // before its last check, so one of the two always sees the other (inproc/fence.hpp: the
+  // before its last check, so one of the two always sees the other (detail/fence.hpp: the
   // waker's fence is free where the sleeper's can be made heavy).
   alignas(64) std::mutex bell_mutex;
   std::condition_variable bell;
@@ -120,7 +120,7 @@ class inproc_world {
   }
   // Some rank's transport has ended (then set_call looks for a disagreement with it).
   std::atomic<bool> any_ended{false};
-  // Whether wake-ups use asymmetric fences (inproc/fence.hpp).
+  // Whether wake-ups use asymmetric fences (detail/fence.hpp).
   bool const asymmetric = asymmetric_fences_available();
 
   bool aborted() const noexcept { return aborted_.load(std::memory_order_acquire); }

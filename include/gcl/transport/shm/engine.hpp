@@ -35,8 +35,8 @@
 #include "../../call_info.hpp"
 #include "../../detail/call_progress.hpp"
 #include "../../detail/error_text.hpp"
+#include "../../detail/fence.hpp"
 #include "../../error.hpp"
-#include "../inproc/fence.hpp"
 #include "futex.hpp"
 #include "options.hpp"
 #include "rendezvous.hpp"
@@ -642,7 +642,7 @@ class shm_impl {
         shm_rank_block& me;
         ~awake() { me.sleepers.fetch_sub(1, std::memory_order_relaxed); }
       } registered{me};
-      heavy_fence_across_processes(asymmetric_);
+      heavy_fence(asymmetric_, fence_reach::registered_processes);
       auto const bell = me.bell.load(std::memory_order_acquire);
       if (look()) return true;
       throw_if_aborted(peer);
@@ -668,7 +668,7 @@ class shm_impl {
     auto& b = seg_->rank(r);
     // Dekker's pairing with await's registration: a full fence on both sides, or, when every
     // rank of the job registered for membarrier's global commands, none here and one on every
-    // core from the sleeper (inproc/fence.hpp): a waker's full fence waits for its stores to
+    // core from the sleeper (detail/fence.hpp): a waker's full fence waits for its stores to
     // reach the other core, a cache-line round trip on every message.
     light_fence(asymmetric_);
     if (!force && b.sleepers.load(std::memory_order_relaxed) == 0) return;

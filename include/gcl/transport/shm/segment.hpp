@@ -95,10 +95,10 @@ struct alignas(64) shm_rank_block {
   // Written by the rank itself, read by the others.
   alignas(64) std::atomic<std::int32_t> pid{0};
   std::atomic<std::uint64_t> probe_address{0};  // where peers try process_vm_readv
-  // 1: registered for membarrier's global commands (inproc/fence.hpp); when every rank is, a
+  // 1: registered for membarrier's global commands (detail/fence.hpp); when every rank is, a
   // waker's fence is the sleeper's to pay.
   std::atomic<std::uint32_t> light_fences{0};
-  std::atomic<std::uint32_t> ended{0};          // its transport is gone (its job is over)
+  std::atomic<std::uint32_t> ended{0};  // its transport is gone (its job is over)
   std::atomic<std::uint32_t> in_call{0};
   std::atomic<std::int32_t> waiting_for{-1};
   std::atomic<std::uint64_t> started{0};  // its last collective begun

@@ -15,7 +15,7 @@
 ///
 /// Between processes (shm_transport) the same holds with membarrier's global commands: every
 /// process of the job registers, and the heavy fence then reaches every running thread of
-/// every registered process (`register_cross_process_fences`, `heavy_fence_across_processes`).
+/// every registered process (`register_cross_process_fences`, `fence_reach`).
 
 #include <atomic>
 
@@ -59,36 +59,33 @@ inline void light_fence(bool asymmetric) noexcept {
     full_fence();
 }
 
-/// The rare side's fence: a full fence on every running thread of the process when
+/// Who a heavy fence reaches: the running threads of this process (inproc_transport), or of
+/// every process registered by `register_cross_process_fences` (shm_transport).
+enum class fence_reach { this_process, registered_processes };
+
+/// The rare side's fence: a full fence on every running thread that `reach` names when
 /// `asymmetric` (one system call and an interrupt per core).
-inline void heavy_fence(bool asymmetric) noexcept {
+inline void heavy_fence(bool asymmetric, fence_reach reach = fence_reach::this_process) noexcept {
 #ifdef GCL_HAVE_MEMBARRIER
-  if (asymmetric && syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0) return;
+  int const command = reach == fence_reach::this_process ? MEMBARRIER_CMD_PRIVATE_EXPEDITED
+                                                         : MEMBARRIER_CMD_GLOBAL_EXPEDITED;
+  if (asymmetric && syscall(SYS_membarrier, command, 0, 0) == 0) return;
 #endif
   (void)asymmetric;
+  (void)reach;
   full_fence();
 }
 
-/// Registers this process for `heavy_fence_across_processes` (every process whose light fences
-/// another's heavy fence must reach registers, before relying on it); whether that worked.
-/// Not cached: a registration is the process's, and a child made by fork has none.
+/// Registers this process as one that `heavy_fence(.., fence_reach::registered_processes)`
+/// reaches (every process whose light fences another's heavy fence must pair with registers,
+/// before relying on it); whether that worked. Not cached: a registration is the process's,
+/// and a child made by fork has none.
 inline bool register_cross_process_fences() noexcept {
 #ifdef GCL_HAVE_MEMBARRIER
   return syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED, 0, 0) == 0;
 #else
   return false;
 #endif
-}
-
-/// The rare side's fence between processes: a full fence on every running thread of every
-/// process registered by `register_cross_process_fences` when `asymmetric`, which must then
-/// hold for every process whose light fence this pairs with.
-inline void heavy_fence_across_processes(bool asymmetric) noexcept {
-#ifdef GCL_HAVE_MEMBARRIER
-  if (asymmetric && syscall(SYS_membarrier, MEMBARRIER_CMD_GLOBAL_EXPEDITED, 0, 0) == 0) return;
-#endif
-  (void)asymmetric;
-  full_fence();
 }
 
 }  // namespace gcl::detail
