@@ -59,8 +59,8 @@ struct tcp_options {
   static constexpr std::chrono::microseconds default_spin{50};
   /// What `from_env` sets `spin` to when the ranks on this host outnumber its CPUs: longer, as
   /// the sender must first be scheduled. Measured on 2 cores, all_reduce back to back, medians
-  /// against the same build with no polling: P = 4, 4 B to 16 KiB, 93-215 us against 265-390
-  /// (Open MPI TCP 84-137 in the same minutes); P = 8, 357-712 against 711-1875 (Open MPI
+  /// against the same build with no polling: P = 4, 4 B to 16 KiB, 93-215 us against 215-392
+  /// (Open MPI TCP 84-268 in the same minutes); P = 8, 357-712 against 711-1875 (Open MPI
   /// 322-937); from 256 KiB to 64 MiB within the spread of either. 50 us polled too briefly at
   /// P = 4 (115-260 us); 1000 us was no better than 200.
   static constexpr std::chrono::microseconds shared_core_spin{200};
