@@ -78,8 +78,8 @@ inline void heavy_fence(bool asymmetric, fence_reach reach = fence_reach::this_p
 
 /// Registers this process as one that `heavy_fence(.., fence_reach::registered_processes)`
 /// reaches (every process whose light fences another's heavy fence must pair with registers,
-/// before relying on it); whether that worked. Not cached: a registration is the process's,
-/// and a child made by fork has none.
+/// before relying on it); whether that worked. Idempotent: one system call per transport's
+/// setup.
 inline bool register_cross_process_fences() noexcept {
 #ifdef GCL_HAVE_MEMBARRIER
   return syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED, 0, 0) == 0;
