@@ -26,9 +26,9 @@ namespace {
 constexpr int warmup = 5;
 constexpr int iterations = 30;
 constexpr std::size_t large = std::size_t{1} << 14;
-#else
+#else  // 50 iterations of every pattern at every size: 0.3x the time of 200, still 50 of each
 constexpr int warmup = 20;
-constexpr int iterations = 200;
+constexpr int iterations = 50;
 constexpr std::size_t large = std::size_t{1} << 18;
 #endif
 
