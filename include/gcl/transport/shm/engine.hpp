@@ -271,7 +271,7 @@ class shm_impl {
     bool all = true;
     for (int r = 0; r < o_.size; ++r)
       all = all && seg_->rank(r).light_fences.load(std::memory_order_relaxed) == 1;
-    asymmetric_ = all;
+    asymmetric_.store(all, std::memory_order_relaxed);
   }
 
   // Every rank has reached this point of the setup (the n-th time).
@@ -642,7 +642,7 @@ class shm_impl {
         shm_rank_block& me;
         ~awake() { me.sleepers.fetch_sub(1, std::memory_order_relaxed); }
       } registered{me};
-      heavy_fence(asymmetric_, fence_reach::registered_processes);
+      heavy_fence(asymmetric_.load(std::memory_order_relaxed), fence_reach::registered_processes);
       auto const bell = me.bell.load(std::memory_order_acquire);
       if (look()) return true;
       throw_if_aborted(peer);
@@ -670,7 +670,7 @@ class shm_impl {
     // rank of the job registered for membarrier's global commands, none here and one on every
     // core from the sleeper (detail/fence.hpp): a waker's full fence waits for its stores to
     // reach the other core, a cache-line round trip on every message.
-    light_fence(asymmetric_);
+    light_fence(asymmetric_.load(std::memory_order_relaxed));
     if (!force && b.sleepers.load(std::memory_order_relaxed) == 0) return;
     b.bell.fetch_add(1, std::memory_order_release);
     futex_wake_all(b.bell);
@@ -887,7 +887,9 @@ class shm_impl {
   call_info call_{};
   call_progress progress_;
   bool poisoned_ = false;
-  bool asymmetric_ = false;  // light fences for wakers, heavy for sleepers (start, ring_bell)
+  // Light fences for wakers, heavy for sleepers (start, ring_bell). Atomic: the group's abort
+  // rings this rank's bell from another thread, possibly while start() sets it.
+  std::atomic<bool> asymmetric_{false};
   std::string failure_;
   std::function<void()> external_check_;  // set_external_check
   // What peers read with process_vm_readv at setup to learn whether they may.
