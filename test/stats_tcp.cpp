@@ -3,8 +3,10 @@
 
 #include <boost/test/unit_test.hpp>
 
+#include <gcl/algorithm/by_size.hpp>
 #include <gcl/algorithm/direct.hpp>
 #include <gcl/algorithm/halving_doubling.hpp>
+#include <gcl/algorithm/recursive_doubling.hpp>
 #include <gcl/algorithm/ring.hpp>
 #include <gcl/algorithm/tree.hpp>
 #include <gcl/collective/all_reduce.hpp>
@@ -25,14 +27,17 @@ static_assert(gcl::call_aware_transport<counted>);
 
 namespace {
 template <class Alg>
-gcl::transport_stats run(int p, std::size_t n, Alg alg, bool& ok) {
-  auto out = gcl::spawn<counted>(p, [&](auto& comm) {
-    std::vector<std::int64_t> v(n, comm.rank() + 1);
-    gcl::all_reduce(comm, v, gcl::sum{}, alg);
-    bool good = true;
-    for (auto x : v) good = good && x == p * (p + 1) / 2;
-    return std::pair(good, comm.transport().stats());
-  });
+gcl::transport_stats run(int p, std::size_t n, Alg alg, bool& ok, gcl::tcp_options o = {}) {
+  auto out = gcl::spawn<counted>(
+      p,
+      [&](auto& comm) {
+        std::vector<std::int64_t> v(n, comm.rank() + 1);
+        gcl::all_reduce(comm, v, gcl::sum{}, alg);
+        bool good = true;
+        for (auto x : v) good = good && x == p * (p + 1) / 2;
+        return std::pair(good, comm.transport().stats());
+      },
+      o);
   gcl::transport_stats total;
   ok = true;
   for (auto const& [good, s] : out) {
@@ -69,5 +74,27 @@ BOOST_AUTO_TEST_CASE(counts_over_tcp_equal_the_formulas) {
     BOOST_TEST(ok);
     BOOST_TEST(t.bytes_sent == 2 * (P - 1) * n * 8);
     BOOST_TEST(t.rounds == 2 * (p - 1));
+  }
+}
+
+// The default all_reduce over TCP sends what recursive doubling sends below 64 KiB, unless the
+// job's ranks share cores: then what the binomial tree sends (2(P - 1) messages, not P log2 P;
+// P = 4 and 5, where the two differ). From 64 KiB up, halving-doubling either way.
+BOOST_AUTO_TEST_CASE(by_size_over_tcp_takes_the_tree_where_ranks_share_cores) {
+  gcl::tcp_options shared;
+  shared.shares_cores = true;
+  std::size_t const small = 4, large = (64 * 1024) / 8;
+  for (int p : {4, 5}) {
+    bool ok = false;
+    auto const tree = run(p, small, gcl::tree{}, ok).messages_sent;
+    auto const doubling = run(p, small, gcl::recursive_doubling{}, ok).messages_sent;
+    auto const halving = run(p, large, gcl::halving_doubling{}, ok).messages_sent;
+    BOOST_TEST(tree != doubling);
+    BOOST_TEST(run(p, small, gcl::by_size{}, ok, shared).messages_sent == tree);
+    BOOST_TEST(ok);
+    BOOST_TEST(run(p, small, gcl::by_size{}, ok).messages_sent == doubling);
+    BOOST_TEST(ok);
+    BOOST_TEST(run(p, large, gcl::by_size{}, ok, shared).messages_sent == halving);
+    BOOST_TEST(ok);
   }
 }

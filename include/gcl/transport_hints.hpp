@@ -13,6 +13,9 @@ namespace gcl {
 struct all_reduce_thresholds {
   std::size_t recursive_doubling_below = 16 * 1024;  ///< below: recursive doubling
   std::size_t ring_from = 256 * 1024;  ///< from here: ring (halving-doubling in between)
+  /// Below this, the binomial tree instead, when the transport says that ranks of the job
+  /// share cores (a member `bool ranks_share_cores() const`, the same on every rank). 0: never.
+  std::size_t tree_below_if_cores_shared = 0;
 };
 
 }  // namespace gcl

@@ -10,7 +10,7 @@ import os
 import struct
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-FRAME_MAGIC, HELLO_MAGIC, REPLY_MAGIC, VERSION = 0x314C4347, 0x484C4347, 0x524C4347, 2
+FRAME_MAGIC, HELLO_MAGIC, REPLY_MAGIC, VERSION = 0x314C4347, 0x484C4347, 0x524C4347, 4
 
 
 def write(decoder, name, data):
@@ -34,17 +34,19 @@ def frame(type_=1, tag=0, source=0, kind=0, dtype=0, esize=1, root=-1, seq=0, co
 
 
 def hello(kind=1, family=4, rank=1, size=4, token=0x1234567890ABCDEF, port=41234,
-          address=bytes([127, 0, 0, 1]), magic=HELLO_MAGIC, version=VERSION):
-    b = struct.pack("<IHBBiiQH", magic, version, kind, family, rank, size, token, port)
-    return b.ljust(32, b"\0") + address.ljust(16, b"\0") + b"\0" * 16
+          address=bytes([127, 0, 0, 1]), magic=HELLO_MAGIC, version=VERSION, flags=1,
+          key=b""):
+    b = struct.pack("<IHBBiiQHB", magic, version, kind, family, rank, size, token, port, flags)
+    return b.ljust(32, b"\0") + address.ljust(16, b"\0") + b"\0" * 16 + key.ljust(32, b"\0")
 
 
 def reply(status=0, text=b""):
     return struct.pack("<II", REPLY_MAGIC, status) + text[:119].ljust(120, b"\0")
 
 
-def entry(family=4, port=41234, address=bytes([127, 0, 0, 1])):
-    return struct.pack("<BBH", family, 0, port) + b"\0" * 4 + address.ljust(16, b"\0")
+def entry(family=4, port=41234, address=bytes([127, 0, 0, 1]), flags=0, key=b""):
+    return (struct.pack("<BBH", family, flags, port) + b"\0" * 4 + address.ljust(16, b"\0")
+            + key.ljust(32, b"\0"))
 
 
 V6_LOOPBACK = bytes(15) + b"\1"
@@ -93,6 +95,7 @@ write("hello", "join_any_address", hello(address=b""))
 write("hello", "family_9", hello(family=9))
 write("hello", "kind_7", hello(kind=7))
 write("hello", "version_7", hello(version=7))
+write("hello", "join_shares_cores_with_key", hello(flags=3, key=bytes(range(1, 33))))
 write("hello", "garbage", b"garbage\n")
 
 # replies
@@ -116,6 +119,8 @@ write("table", "two_ranks", bytes([2]) + entry(port=0, address=b"") + entry())
 write("table", "four_ranks_mixed",
       bytes([4]) + entry(port=29500) + entry(6, 41000, V6_LOOPBACK)
       + entry(4, 41001, bytes([10, 0, 0, 3])) + entry(6, 41002, bytes([0xFD, 0, 0x77]) + bytes(12) + b"\2"))
+write("table", "shares_cores_and_keys",
+      bytes([3]) + entry(port=0, flags=1) + entry(key=b"\7" * 32) + entry(flags=255, key=b"\7" * 32))
 write("table", "family_5", bytes([2]) + entry(port=0) + entry(family=5))
 write("table", "port_0", bytes([3]) + entry(port=0) + entry() + entry(port=0))
 write("table", "one_entry_short", bytes([3]) + entry() + entry())

@@ -605,6 +605,40 @@ BOOST_AUTO_TEST_CASE(wrong_token_rank_is_refused_with_a_clear_error) {
   BOOST_TEST(contains(error1, "wrong job token"), error1);
 }
 
+// Whether ranks share cores is each rank's own knowledge (tcp_options::shares_cores, from the
+// launcher's local size); the rendezvous tells every rank whether any rank does, so that a
+// choice made by it (gcl::by_size's) is the same on every rank. Here rank 1, rank 2 or no rank
+// says so, then every rank (rank 0, the table's maker, among them).
+BOOST_AUTO_TEST_CASE(every_rank_learns_whether_any_rank_shares_cores) {
+  for (int sharing : {-1, 1, 2}) {
+    tcp_transport::group g(3, quick(10s));
+    std::vector<int> answers(3, -1);  // -1: no answer; -2: the rank failed
+    {
+      std::vector<std::jthread> ranks;
+      for (int r = 0; r < 3; ++r)
+        ranks.emplace_back([&, r] {
+          auto o = g.options();
+          o.rank = r;
+          o.shares_cores = r == sharing;
+          try {
+            // Rank 0 through the group, which holds its bound port; the others as processes do.
+            auto t = r == 0 ? g.connect(0) : tcp_transport(o);
+            answers[static_cast<std::size_t>(r)] = t.ranks_share_cores() ? 1 : 0;
+          } catch (std::exception const&) {
+            answers[static_cast<std::size_t>(r)] = -2;
+          }
+        });
+    }
+    std::vector<int> const want(3, sharing > 0 ? 1 : 0);
+    BOOST_TEST(answers == want, "rank " << sharing << " shares cores");
+  }
+  auto o = quick(10s);
+  o.shares_cores = true;
+  auto answers = gcl::spawn<tcp_transport>(
+      3, [](auto& comm) { return comm.transport().ranks_share_cores(); }, o);
+  BOOST_TEST((answers == std::vector<bool>{true, true, true}));
+}
+
 BOOST_AUTO_TEST_CASE(rendezvous_times_out_naming_address_and_missing_ranks) {
   auto o = quick(300ms);
   tcp_transport::group g(3, o);

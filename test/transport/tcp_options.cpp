@@ -286,3 +286,18 @@ BOOST_AUTO_TEST_CASE(a_rank_of_its_own_core_spins) {
   BOOST_TEST(from({{"SLURM_TASKS_PER_NODE", "1"}}).spin == gcl::tcp_options::default_spin);
   BOOST_TEST(from({}).spin.count() == 0);
 }
+
+BOOST_AUTO_TEST_CASE(ranks_outnumbering_the_cpus_share_cores_and_poll_longer) {
+  auto const many = std::to_string(1 << 20);  // more ranks than any machine's CPUs
+  auto o = from({{"LOCAL_WORLD_SIZE", many}});
+  BOOST_TEST(o.shares_cores);
+  BOOST_TEST(o.spin == gcl::tcp_options::shared_core_spin);
+  // GCL_SPIN_US sets the polling, not what the rank shares.
+  o = from({{"LOCAL_WORLD_SIZE", many}, {"GCL_SPIN_US", "7"}});
+  BOOST_TEST(o.shares_cores);
+  BOOST_TEST(o.spin.count() == 7);
+  // Bound to a core of its own by gcl-launch; one rank per host; nothing said: not shared.
+  BOOST_TEST(!from({{"LOCAL_WORLD_SIZE", many}, {"GCL_BOUND_CPU", "0"}}).shares_cores);
+  BOOST_TEST(!from({{"LOCAL_WORLD_SIZE", "1"}}).shares_cores);
+  BOOST_TEST(!from({}).shares_cores);
+}

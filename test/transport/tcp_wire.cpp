@@ -132,11 +132,13 @@ BOOST_AUTO_TEST_CASE(hello_is_checked_for_magic_version_kind_and_family) {
   h.address[15] = 1;
   h.key[0] = 0xab;
   h.key[31] = 0xcd;
+  h.flags = hello_shares_cores;
   std::array<std::byte, hello_size> b{};
   h.encode(b.data());
   auto d = decode_hello(b);
   BOOST_TEST_REQUIRE(bool(d), d.error);
   BOOST_TEST((d.value.key == h.key));  // the host key (hybrid_transport)
+  BOOST_TEST(d.value.flags == hello_shares_cores);
   BOOST_TEST(d.value.rank == 3);
   BOOST_TEST(d.value.size == 4);
   BOOST_TEST(d.value.token == token_hash("job"));
@@ -197,7 +199,8 @@ BOOST_AUTO_TEST_CASE(reply_text_is_bounded_and_must_end_inside_the_reply) {
 
 BOOST_AUTO_TEST_CASE(address_table_entries_are_checked_naming_the_rank) {
   std::vector<table_entry> entries(3);
-  entries[1] = {4, 41000, {127, 0, 0, 1}};
+  entries[1] = {.family = 4, .port = 41000, .address = {127, 0, 0, 1}};
+  entries[1].flags = table_shares_cores;
   entries[2].family = 6;
   entries[2].port = 41001;
   entries[2].address[15] = 1;
@@ -212,6 +215,8 @@ BOOST_AUTO_TEST_CASE(address_table_entries_are_checked_naming_the_rank) {
   BOOST_TEST(d.value[1].port == 41000);
   BOOST_TEST(d.value[2].family == 6);
   BOOST_TEST((d.value[2].address == entries[2].address));
+  BOOST_TEST(d.value[1].flags == table_shares_cores);
+  BOOST_TEST(d.value[2].flags == 0);
 
   BOOST_TEST(decode_table(b, 4).error == "the address table of 4 ranks is 224 bytes, got 168");
   BOOST_TEST(decode_table({}, 0).error == "an address table for 0 ranks");

@@ -19,8 +19,14 @@
 ///                                                           .ring_from = 1 << 20}};
 ///     gcl::all_reduce(comm, v, gcl::sum{}, mine);
 ///
+/// Where ranks share cores, fewer messages beat fewer rounds: a message then waits for its
+/// sender to be scheduled. A transport that knows the job's ranks share cores (a member
+/// `ranks_share_cores()` that answers the same on every rank, as `tcp_transport`'s does from
+/// its rendezvous) gets the binomial tree below its `tree_below_if_cores_shared`.
+///
 /// A non-commutative operator never gets ring (it reorders operands); it gets halving-doubling.
 
+#include <concepts>
 #include <cstddef>
 #include <optional>
 #include <span>
@@ -32,6 +38,7 @@
 #include "halving_doubling.hpp"
 #include "recursive_doubling.hpp"
 #include "ring.hpp"
+#include "tree.hpp"
 
 namespace gcl {
 
@@ -49,6 +56,20 @@ constexpr all_reduce_thresholds thresholds_of() {
     return {};
 }
 
+// Whether the transport (or the one a decorator such as `counting` wraps, `inner()`) says that
+// ranks of the job share cores; false if it cannot tell.
+template <class Transport>
+bool ranks_share_cores(Transport const& t) {
+  if constexpr (requires {
+                  { t.ranks_share_cores() } -> std::convertible_to<bool>;
+                })
+    return t.ranks_share_cores();
+  else if constexpr (requires { t.inner(); })
+    return ranks_share_cores(t.inner());
+  else
+    return false;
+}
+
 }  // namespace detail
 
 struct by_size {
@@ -60,7 +81,8 @@ struct by_size {
   std::optional<all_reduce_thresholds> sizes;
 
   /// The rounds of the algorithm it picks for this size (see cost_model.hpp), with `sizes` or
-  /// the defaults (a schedule does not know the transport), for a commutative operator.
+  /// the defaults (a schedule does not know the transport, nor whether ranks share cores), for
+  /// a commutative operator.
   template <class F>
   void schedule(int p, std::size_t count, std::size_t element_size, F&& step) const {
     auto const t = sizes.value_or(all_reduce_thresholds{});
@@ -77,6 +99,9 @@ struct by_size {
   void all_reduce(Comm& comm, std::span<T> data, Op const& op) const {
     auto const t = sizes.value_or(detail::thresholds_of<typename Comm::transport_type>());
     std::size_t const bytes = data.size_bytes();
+    if constexpr (requires { comm.transport(); })
+      if (bytes < t.tree_below_if_cores_shared && detail::ranks_share_cores(comm.transport()))
+        return tree{}.all_reduce(comm, data, op);
     if (bytes < t.recursive_doubling_below) return recursive_doubling{}.all_reduce(comm, data, op);
     if constexpr (commutative_op<Op, T>)
       if (bytes >= t.ring_from) return ring{}.all_reduce(comm, data, op);

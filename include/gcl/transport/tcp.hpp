@@ -48,9 +48,14 @@ class tcp_transport {
   using options = tcp_options;
   /// Where the default all_reduce switches algorithm over TCP, where a message costs tens of
   /// microseconds: the few-rounds algorithms keep larger sizes than between threads (measured
-  /// back to back, doc/benchmarks.md).
-  static constexpr all_reduce_thresholds default_all_reduce{.recursive_doubling_below = 64 * 1024,
-                                                            .ring_from = 1024 * 1024};
+  /// back to back, doc/benchmarks.md). Where ranks share cores (`ranks_share_cores`), the
+  /// binomial tree takes recursive doubling's sizes: 2(P - 1) messages instead of P log2 P, and
+  /// there every message waits for its sender to be scheduled (measured on 2 cores, P = 4 and
+  /// 8, 4 B to 16 KiB: 0.5-0.9x the time of recursive doubling, benchmark/analysis.md).
+  static constexpr all_reduce_thresholds default_all_reduce{
+      .recursive_doubling_below = 64 * 1024,
+      .ring_from = 1024 * 1024,
+      .tree_below_if_cores_shared = 64 * 1024};
 
   /// Forms the job with the other ranks described by `o` (rendezvous through rank 0).
   explicit tcp_transport(tcp_options const& o)
@@ -167,6 +172,10 @@ class tcp_transport {
   std::uint16_t port() const { return impl_->port(); }
   /// The options this rank was formed with (`options` names the type, as spawn requires).
   tcp_options const& config() const noexcept { return impl_->options(); }
+  /// Whether any rank of the job shares a core with other ranks (its
+  /// `tcp_options::shares_cores`), as the rendezvous told every rank: the same answer on every
+  /// rank, so `gcl::by_size` may choose by it.
+  bool ranks_share_cores() const noexcept { return impl_->any_shares_cores(); }
 
   /// Which call the following messages belong to; sent in every frame header and compared by
   /// the receiver, which throws `errc::mismatch` naming both sides. When a collective begins,

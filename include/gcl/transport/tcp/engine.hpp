@@ -115,6 +115,7 @@ class tcp_impl {
       throw;
     }
     keys_ = rendezvous_->keys();
+    any_shares_cores_ = rendezvous_->any_shares_cores();
     for (int r = 0; r < o_.size; ++r) {
       peers_[r].socket = std::move(rendezvous_->peers()[r]);
       peers_[r].where = rendezvous_->where()[r];
@@ -167,6 +168,9 @@ class tcp_impl {
   tcp_options const& options() const noexcept { return o_; }
   // Every rank's host key, from the rendezvous (all zero where the ranks gave none).
   std::vector<host_key> const& host_keys() const noexcept { return keys_; }
+  // Whether any rank of the job shares a core (tcp_options::shares_cores), from the rendezvous:
+  // the same on every rank.
+  bool any_shares_cores() const noexcept { return any_shares_cores_; }
 
   // ---- for hybrid_transport, whose caller waits on something else than this transport -------
 
@@ -1474,6 +1478,7 @@ class tcp_impl {
   std::string poison_what_;
   call_info call_{};
   std::vector<host_key> keys_;          // host_keys()
+  bool any_shares_cores_ = false;       // any_shares_cores()
   std::function<void()> arrival_hook_;  // set_arrival_hook
   bool parking_ = true;                 // false once a hook is set
 

@@ -84,8 +84,16 @@ struct tcp_options {
   /// -1: it says nothing). gcl does not use it; a program may, to pick a core or a device.
   int local_rank = -1;
   /// How many ranks of the job run on this host, as the launcher says (`from_env`; 0: it says
-  /// nothing). `from_env` sets `spin` from it.
+  /// nothing). `from_env` sets `spin` and `shares_cores` from it.
   int local_size = 0;
+  /// Whether this rank shares a core with other ranks of the job: the ranks on its host
+  /// outnumber the CPUs it may use. `from_env` sets it from `local_size`, unless the launcher
+  /// bound the rank to a core of its own (GCL_BOUND_CPU). Sent at the rendezvous: every rank
+  /// learns whether any rank of the job shares a core (`tcp_transport::ranks_share_cores`), and
+  /// then the default all_reduce (`gcl::by_size`) takes the binomial tree for small messages
+  /// (fewer messages: on shared cores each costs the sender's scheduling; see
+  /// `tcp_transport::default_all_reduce`).
+  bool shares_cores = false;
   /// This rank's host key, sent in its join hello; rank 0's address table carries every rank's
   /// (`tcp_impl::host_keys()`). Which ranks may share memory: `hybrid_transport` fills it
   /// (transport/hybrid/host_key.hpp); all zero for a plain `tcp_transport`.
@@ -113,6 +121,7 @@ struct tcp_options {
   /// |             | PMIX_LOCAL_SIZE, Slurm's SLURM_STEP_TASKS_PER_NODE, SLURM_TASKS_PER_NODE  |
   /// |             | (the entry of SLURM_NODEID in "2(x3),1") or SLURM_NTASKS_PER_NODE,        |
   /// |             | MPI_LOCALNRANKS (MPICH)                                                   |
+  /// | shares_cores| local_size above the usable CPUs, and no GCL_BOUND_CPU                    |
   ///
   /// Without GCL_TOKEN the token is derived from the first of these that is set, which every
   /// rank of one job shares and other jobs do not: TORCHELASTIC_RUN_ID (torchrun; not its
@@ -215,21 +224,20 @@ struct tcp_options {
                         "SLURM_LOCALID", "MPI_LOCALRANKID"}))
       o.local_rank =
           static_cast<int>(integer(*r, 0, o.local_size > 0 ? o.local_size - 1 : 1 << 20));
-    if (auto s = first({"GCL_SPIN_US"})) {
+    // A core of its own: the launcher bound this rank to one (gcl-launch says which in
+    // GCL_BOUND_CPU), or it says how many ranks share this host (local_size) and this process
+    // may use at least as many CPUs. Known to share cores: the launcher says how many ranks
+    // share the host, and they outnumber the CPUs. Neither (nothing says how many): no polling.
+    bool const own_core =
+        first({"GCL_BOUND_CPU"}).has_value() ||
+        (o.local_size > 0 && static_cast<unsigned>(o.local_size) <= usable_cpus());
+    o.shares_cores = !own_core && o.local_size > 0;
+    if (auto s = first({"GCL_SPIN_US"}))
       o.spin = std::chrono::microseconds(integer(*s, 0, 1000000));
-    } else {
-      // A core of its own: the launcher bound this rank to one (gcl-launch says which in
-      // GCL_BOUND_CPU), or it says how many ranks share this host (local_size) and this
-      // process may use at least as many CPUs. Ranks known to share cores poll longer; where
-      // nothing says how many ranks share the host, no polling.
-      bool const own_core =
-          first({"GCL_BOUND_CPU"}).has_value() ||
-          (o.local_size > 0 && static_cast<unsigned>(o.local_size) <= usable_cpus());
-      if (own_core)
-        o.spin = default_spin;
-      else if (o.local_size > 0)
-        o.spin = shared_core_spin;
-    }
+    else if (own_core)
+      o.spin = default_spin;
+    else if (o.shares_cores)
+      o.spin = shared_core_spin;
     if (auto b = first({"GCL_BIND_ADDR"})) o.bind_address = b->second;
     if (auto i = first({"GCL_INTERFACE"})) o.interface_name = i->second;
     if (auto f = first({"GCL_ADDRESS_FAMILY"})) {

@@ -60,15 +60,22 @@ class tcp_rendezvous : public std::enable_shared_from_this<tcp_rendezvous> {
         table_(static_cast<std::size_t>(o.size)),
         where_(static_cast<std::size_t>(o.size)),
         keys_(static_cast<std::size_t>(o.size)),
+        shares_cores_(static_cast<std::size_t>(o.size)),
         attempt_(static_cast<std::size_t>(o.size)),
         expected_(o.size - 1) {
     keys_[static_cast<std::size_t>(o.rank)] = o.host_key;
+    shares_cores_[static_cast<std::size_t>(o.rank)] = o.shares_cores;
   }
 
   std::vector<std::optional<tcp::socket>>& peers() { return peers_; }
   std::vector<std::string>& where() { return where_; }
   // Every rank's host key (wire.hpp), known once run() returns.
   std::vector<host_key> const& keys() const { return keys_; }
+  // Whether any rank of the job shares a core (tcp_options::shares_cores), known once run()
+  // returns: every rank has the same table, so every rank gives the same answer.
+  bool any_shares_cores() const {
+    return std::any_of(shares_cores_.begin(), shares_cores_.end(), [](bool b) { return b; });
+  }
   // Whether this rank and rank r share a host and so, with connect_same_host false, have no
   // data connection (only once rank 0's table has come, for a rank other than 0).
   bool apart(int r) const {
@@ -355,6 +362,7 @@ class tcp_rendezvous : public std::enable_shared_from_this<tcp_rendezvous> {
       }
       table_[h.rank] = tcp::endpoint(a, h.port);
       keys_[static_cast<std::size_t>(h.rank)] = h.key;
+      shares_cores_[static_cast<std::size_t>(h.rank)] = (h.flags & hello_shares_cores) != 0;
       where_[h.rank] = "rank " + std::to_string(h.rank) + " at " + endpoint_text(from);
       peers_[h.rank].emplace(std::move(c->socket));
       ++joined_;
@@ -405,6 +413,7 @@ class tcp_rendezvous : public std::enable_shared_from_this<tcp_rendezvous> {
       e.family = a.is_v6() ? 6 : 4;
       e.port = table_[r].port();
       e.key = keys_[static_cast<std::size_t>(r)];
+      e.flags = shares_cores_[static_cast<std::size_t>(r)] ? table_shares_cores : 0;
       if (a.is_v6()) {
         e.address = a.to_v6().to_bytes();
       } else {
@@ -468,7 +477,8 @@ class tcp_rendezvous : public std::enable_shared_from_this<tcp_rendezvous> {
     h.token = token_hash(o_.token);
     h.port = acceptor_.local_endpoint().port();
     h.key = o_.host_key;
-    h.flags = o_.connect_same_host ? hello_connects_same_host : 0;
+    h.flags = static_cast<std::uint8_t>((o_.connect_same_host ? hello_connects_same_host : 0) |
+                                        (o_.shares_cores ? hello_shares_cores : 0));
     boost::system::error_code ec;
     auto local = !o_.interface_name.empty() || !o_.bind_address.empty()
                      ? local_address()
@@ -536,6 +546,7 @@ class tcp_rendezvous : public std::enable_shared_from_this<tcp_rendezvous> {
         a = asio::ip::address_v4({e.address[0], e.address[1], e.address[2], e.address[3]});
       table_[i] = tcp::endpoint(a, e.port);
       keys_[static_cast<std::size_t>(i)] = e.key;
+      shares_cores_[static_cast<std::size_t>(i)] = (e.flags & table_shares_cores) != 0;
       if (i > o_.rank) where_[i] = "rank " + std::to_string(i) + " at " + endpoint_text(table_[i]);
     }
     // A rank on this host is reached through its memory, not connected to (connect_same_host).
@@ -561,6 +572,7 @@ class tcp_rendezvous : public std::enable_shared_from_this<tcp_rendezvous> {
   int joined_ = 0, tables_sent_ = 0, connected_ = 0;
   bool finished_ = false;
   std::vector<host_key> keys_;        // keys_[r]: rank r's host key (from its hello, or the table)
+  std::vector<bool> shares_cores_;    // shares_cores_[r]: rank r's tcp_options::shares_cores (same)
   std::vector<std::string> attempt_;  // the state of this rank's connection to each lower rank
   int expected_;                      // connections a rank other than 0 waits for
   std::exception_ptr failure_;

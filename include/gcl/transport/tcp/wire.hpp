@@ -32,7 +32,8 @@ inline constexpr std::uint32_t frame_magic = 0x314c4347;  // "GCL1"
 inline constexpr std::uint32_t hello_magic = 0x484c4347;  // "GCLH"
 inline constexpr std::uint32_t reply_magic = 0x524c4347;  // "GCLR"
 // 3: the hello and the address table carry each rank's host key (host_key below).
-inline constexpr std::uint16_t wire_version = 3;
+// 4: ... and whether the rank shares a core with other ranks (hello_shares_cores, table flags).
+inline constexpr std::uint16_t wire_version = 4;
 
 // status_query asks a rank's I/O thread where its rank is; status_reply answers with the
 // rank's last collective in `call`, and in `tag` bit 0 "still inside it" and bits 1.. the rank
@@ -268,6 +269,7 @@ inline std::string frame_problem(frame_header const& h, int world_size) {
 
 enum class hello_kind : std::uint8_t { join = 1, peer = 2 };  // join: register with rank 0
 inline constexpr std::uint8_t hello_connects_same_host = 1;
+inline constexpr std::uint8_t hello_shares_cores = 2;  // tcp_options::shares_cores
 
 struct hello {
   std::uint32_t magic = hello_magic;
@@ -279,6 +281,7 @@ struct hello {
   std::uint64_t token = 0;
   std::uint16_t port = 0;  // the sender's listening port (join only)
   // Bit 0: the sender connects to ranks of its own host (tcp_options::connect_same_host).
+  // Bit 1: the sender shares a core with other ranks (tcp_options::shares_cores; join only).
   std::uint8_t flags = hello_connects_same_host;
   std::array<std::uint8_t, 16> address{};
   host_key key{};  // the sender's (join only)
@@ -387,8 +390,11 @@ inline decoded<reply> decode_reply(std::span<std::byte const> b) {
 }
 
 // One rank's entry in rank 0's address table: where the other ranks connect to it.
+inline constexpr std::uint8_t table_shares_cores = 1;  // tcp_options::shares_cores
+
 struct table_entry {
   std::uint8_t family = 4;                 // 4 or 6
+  std::uint8_t flags = 0;                  // table_shares_cores, as its hello gave it
   std::uint16_t port = 0;                  // its listening port
   std::array<std::uint8_t, 16> address{};  // IPv4: the first 4 bytes
   host_key key{};                          // its host key (as its hello gave it)
@@ -400,6 +406,7 @@ inline void encode_table(std::byte* out, std::span<table_entry const> entries) n
     std::byte* e = out + table_entry_size * i;
     std::memset(e, 0, table_entry_size);
     put(e + 0, entries[i].family);
+    put(e + 1, entries[i].flags);
     put(e + 2, entries[i].port);
     std::memcpy(e + 8, entries[i].address.data(), 16);
     std::memcpy(e + 24, entries[i].key.data(), entries[i].key.size());
@@ -429,6 +436,7 @@ inline decoded<std::vector<table_entry>> decode_table(std::span<std::byte const>
       return refused_bytes<result>("the address table gives rank " + std::to_string(i) +
                                    " address family " + std::to_string(t.family) +
                                    " (neither 4 nor 6)");
+    t.flags = get<std::uint8_t>(e + 1);
     t.port = get<std::uint16_t>(e + 2);
     if (i != 0 && t.port == 0)
       return refused_bytes<result>("the address table gives rank " + std::to_string(i) + " port 0");
