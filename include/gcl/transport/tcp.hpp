@@ -51,7 +51,8 @@ class tcp_transport {
   /// back to back, doc/benchmarks.md). Where ranks share cores (`ranks_share_cores`), the
   /// binomial tree takes recursive doubling's sizes: 2(P - 1) messages instead of P log2 P, and
   /// there every message waits for its sender to be scheduled (measured on 2 cores, P = 4 and
-  /// 8, 4 B to 16 KiB: 0.5-0.9x the time of recursive doubling, benchmark/analysis.md).
+  /// 8, 4 B to 16 KiB back to back: the median call 0.66-0.70x of recursive doubling's, the mean
+  /// over a loop 1-3% lower; benchmark/analysis.md).
   static constexpr all_reduce_thresholds default_all_reduce{
       .recursive_doubling_below = 64 * 1024,
       .ring_from = 1024 * 1024,
