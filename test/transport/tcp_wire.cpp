@@ -199,7 +199,7 @@ BOOST_AUTO_TEST_CASE(reply_text_is_bounded_and_must_end_inside_the_reply) {
 
 BOOST_AUTO_TEST_CASE(address_table_entries_are_checked_naming_the_rank) {
   std::vector<table_entry> entries(3);
-  entries[1] = {.family = 4, .port = 41000, .address = {127, 0, 0, 1}};
+  entries[1] = {4, 41000, {127, 0, 0, 1}};
   entries[1].flags = table_shares_cores;
   entries[2].family = 6;
   entries[2].port = 41001;

@@ -394,10 +394,10 @@ inline constexpr std::uint8_t table_shares_cores = 1;  // tcp_options::shares_co
 
 struct table_entry {
   std::uint8_t family = 4;                 // 4 or 6
-  std::uint8_t flags = 0;                  // table_shares_cores, as its hello gave it
   std::uint16_t port = 0;                  // its listening port
   std::array<std::uint8_t, 16> address{};  // IPv4: the first 4 bytes
   host_key key{};                          // its host key (as its hello gave it)
+  std::uint8_t flags = 0;                  // table_shares_cores, as its hello gave it (byte 1)
 };
 
 // Entry i at out[table_entry_size * i]; `out` must hold table_entry_size * entries.size() bytes.
