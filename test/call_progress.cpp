@@ -4,6 +4,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include <gcl/detail/call_progress.hpp>
+#include <gcl/detail/context.hpp>
 
 #include <string>
 #include <vector>
@@ -41,6 +42,29 @@ BOOST_AUTO_TEST_CASE(a_message_is_judged_against_the_receivers_own_call) {
   BOOST_TEST((p.check(first) == verdict::stale));       // finished without reading it
   auto text = p.disagreement(0, 1, call(call_kind::all_reduce, 1));
   BOOST_TEST(contains(text, "finished it without receiving rank 1's message"), text);
+}
+
+BOOST_AUTO_TEST_CASE(a_forgotten_context_starts_again_without_its_old_calls) {
+  // Communicator 3 ran collectives #1 and #2 and was destroyed; a new one takes context 3 and
+  // numbers from #1: its messages are ahead of this rank, not stale.
+  auto in_3 = [](std::uint64_t n) {
+    return call(call_kind::all_reduce, gcl::detail::context_sequence(n, 3));
+  };
+  call_progress p;
+  p.set(in_3(1));
+  p.set(call_info{});
+  p.set(in_3(2));
+  p.set(call_info{});
+  p.set(call(call_kind::all_reduce, 1));  // the world's #1, during which the message arrives
+  BOOST_TEST((p.check(in_3(1)) == verdict::stale));
+  p.forget(3);
+  BOOST_TEST((p.check(in_3(1)) == verdict::ahead));
+  BOOST_TEST((p.check(call(call_kind::all_reduce, 1)) == verdict::fine));  // the world's kept
+  p.forget(0);  // the world's context is never forgotten
+  BOOST_TEST((p.check(call(call_kind::all_reduce, 1)) == verdict::fine));
+  p.set(call_info{});
+  p.set(in_3(1));
+  BOOST_TEST((p.check(in_3(1)) == verdict::fine));
 }
 
 BOOST_AUTO_TEST_CASE(a_disagreement_names_both_ranks_and_both_calls) {

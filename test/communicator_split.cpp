@@ -170,6 +170,54 @@ BOOST_AUTO_TEST_CASE(dup_and_nested_splits_keep_their_messages_apart) {
   }
 }
 
+BOOST_AUTO_TEST_CASE(a_context_taken_again_starts_a_new_history) {
+  // A communicator is destroyed and the next dup takes its context id again; its collectives
+  // number from #1 once more. Rank 0 runs the new communicator's first collective (a broadcast
+  // it roots: it sends and returns) before rank 1 has begun it, and tells rank 1 so over the
+  // world, and both run a collective of the world. Rank 1's transport must take the early
+  // message as ahead of its new #1, not as a message of the old communicator's #1 that it
+  // "finished without receiving" (a false mismatch seen once in the MPICH peer tests, where
+  // MTest frees and makes communicators).
+  auto e = everywhere(2, [](auto& comm) -> std::string {
+    int const me = comm.rank();
+    std::uint32_t old_context = 0;
+    {
+      auto old = comm.dup();
+      old_context = old.context();
+      for (int i = 0; i < 3; ++i) {  // the old history: #1..#3, the first like the new #1
+        int v = me == 0 ? 7 + i : 0;
+        gcl::broadcast(old, v, 0, gcl::tree{});
+        if (v != 7 + i)
+          return "old broadcast #" + std::to_string(i + 1) + " gave " + std::to_string(v);
+      }
+    }
+    auto again = comm.dup();
+    if (again.context() != old_context)
+      return "the second dup took context " + std::to_string(again.context()) + ", not " +
+             std::to_string(old_context);
+    int v = me == 0 ? 7 : 0;
+    if (me == 0) {
+      gcl::broadcast(again, v, 0, gcl::tree{});
+      comm.send(1, 1, gcl::tag{9});
+    } else {
+      int sent = 0;
+      comm.recv(0, sent, gcl::tag{9});  // rank 0's #1 message arrived before this one
+    }
+    // A collective of the world while it waits: beginning one checks what has arrived (shm
+    // checks only then, which is where the MPICH test met it: in its next MPI_Allreduce).
+    int world_sum = me + 1;
+    gcl::all_reduce(comm, std::span(&world_sum, 1), gcl::sum{}, gcl::direct{});
+    if (world_sum != 3) return "the world's all_reduce gave " + std::to_string(world_sum);
+    if (me == 1) gcl::broadcast(again, v, 0, gcl::tree{});
+    if (v != 7) return "the new broadcast gave " + std::to_string(v);
+    // And the new communicator goes on: a collective that needs both ranks.
+    int sum = me + 1;
+    gcl::all_reduce(again, std::span(&sum, 1), gcl::sum{}, gcl::direct{});
+    return sum == 3 ? "" : "all_reduce gave " + std::to_string(sum);
+  });
+  BOOST_TEST(e.empty(), e);
+}
+
 BOOST_AUTO_TEST_CASE(counting_counts_each_communicator_as_a_world_of_its_size) {
   // A ring all_reduce on a sub-communicator of q ranks sends what it sends on a world of q:
   // 2(q - 1) messages per rank in 2(q - 1) rounds, counted apart from the world's.

@@ -145,7 +145,15 @@ class communicator {
   explicit communicator(Transport t)
       : transport_(std::make_shared<Transport>(std::move(t))),
         rank_(transport_->rank()),
-        size_(transport_->size()) {}
+        size_(transport_->size()) {
+    // A communicator split from this one keeps the transport alive until its context is given
+    // back (its lease is destroyed before its transport_), so the lock succeeds then.
+    if constexpr (call_aware_transport<Transport>)
+      context_.registry()->released = [weak =
+                                           std::weak_ptr<Transport>(transport_)](std::uint32_t id) {
+        if (auto t = weak.lock()) t->end_context(id);
+      };
+  }
 
   // One communicator per (rank, group): a copy would share its context and sequence numbers.
   // Moving hands the context over (detail::context_lease gives it back when destroyed).

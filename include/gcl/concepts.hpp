@@ -6,6 +6,7 @@
 
 #include <concepts>
 #include <cstddef>
+#include <cstdint>
 #include <ranges>
 #include <span>
 #include <type_traits>
@@ -36,10 +37,14 @@ concept transport = std::movable<T> &&
 };
 
 /// Optional: the transport is told which call its messages belong to and checks that sender and
-/// receiver agree (`errc::mismatch`). Detected, not required.
+/// receiver agree (`errc::mismatch`); and, since it keeps each communicator's history of calls,
+/// when a communicator is gone from this rank (`end_context`: its context id may be taken again
+/// by a new communicator, numbering its collectives from #1). Detected, not required.
 template <class T>
-concept call_aware_transport = transport<T> && requires(T& t, call_info const& c) {
+concept call_aware_transport = transport<T> &&
+    requires(T& t, call_info const& c, std::uint32_t context) {
   t.set_call(c);
+  t.end_context(context);
 };
 
 /// Optional: the transport posts the receive before sending, so a message can land straight in

@@ -142,6 +142,9 @@ class counting : public detail::counting_group_base<Transport> {
   Transport const& inner() const noexcept { return inner_; }
 
   void set_call(call_info const& c) requires call_aware_transport<Transport> { inner_.set_call(c); }
+  void end_context(std::uint32_t context) requires call_aware_transport<Transport> {
+    inner_.end_context(context);
+  }
 
   void send(int peer, tag tg, std::span<std::byte const> out) {
     send_depth(peer, tg);

@@ -27,6 +27,7 @@ class transport {
   int rank() const noexcept { return inner_.rank(); }
   int size() const noexcept { return inner_.size(); }
   void set_call(gcl::call_info const& c) { inner_.set_call(c); }
+  void end_context(std::uint32_t context) { inner_.end_context(context); }
   void send(int peer, gcl::tag tg, std::span<std::byte const> out) {
     std::int64_t first = 0;
     if (out.size() >= sizeof first) std::memcpy(&first, out.data(), sizeof first);

@@ -49,6 +49,16 @@ class call_progress {
     l.recent[c.sequence % l.recent.size()] = c;
   }
 
+  /// The communicator of context `context` is gone from this rank (destroyed): forget its
+  /// collectives. Its id may be taken again by a communicator that numbers from #1 anew, whose
+  /// messages can arrive before this rank has begun (or even made) it; compared with the old
+  /// history they would look stale. After this they are ahead, as a new context's are.
+  void forget(std::uint32_t context) {
+    if (context == 0 || context >= lines_.size()) return;  // the world's is never given back
+    lines_[context] = timeline{};
+    if (current_ == context) current_ = 0;
+  }
+
   /// The sequence number of this rank's last collective begun (in the communicator of the
   /// last call), 0 if none.
   std::uint64_t started() const noexcept { return line(current_).started; }

@@ -11,12 +11,14 @@
 /// Ids are agreed on as MPI agrees on its context ids: each rank keeps the set of ids its live
 /// communicators use; a split or dup takes the lowest id free on every rank of the parent (the
 /// bitwise and of their free sets, which the parent's ranks exchange anyway), and a
-/// communicator's destructor gives its id back on its rank.
+/// communicator's destructor gives its id back on its rank, and tells a call-aware transport
+/// so (`end_context`): a communicator that takes the id again numbers its collectives from #1.
 
 #include <array>
 #include <bit>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -75,6 +77,8 @@ struct context_set {
 /// communicator and every communicator split from it on that rank (never between ranks).
 struct context_registry {
   context_set used;
+  /// Called with an id given back; set by the world communicator over a call-aware transport.
+  std::function<void(std::uint32_t)> released;
   context_registry() noexcept { used.insert(0); }
 };
 
@@ -107,7 +111,15 @@ class context_lease {
 
  private:
   void release() noexcept {
-    if (id_ != 0 && registry_) registry_->used.erase(id_);
+    if (id_ != 0 && registry_) {
+      registry_->used.erase(id_);
+      // From a destructor: a transport that fails to forget costs at worst a false mismatch
+      // later, which is reported; throwing here would end the program.
+      if (registry_->released) try {
+          registry_->released(id_);
+        } catch (...) {
+        }
+    }
     id_ = 0;
   }
   std::shared_ptr<context_registry> registry_;

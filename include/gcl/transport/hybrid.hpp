@@ -233,6 +233,13 @@ class hybrid_transport {
     });
   }
 
+  /// A communicator of context `context` is gone from this rank: told to both sides.
+  void end_context(std::uint32_t context) {
+    auto& s = *s_;
+    if (s.shm) s.shm->end_context(context);
+    if (s.tcp) s.tcp->end_context(context);
+  }
+
   /// Eager, as both sides' sends are.
   void send(int peer, tag tg, std::span<std::byte const> out) {
     check_peer(peer, "send to");

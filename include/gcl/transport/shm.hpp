@@ -104,6 +104,9 @@ class shm_transport {
   /// Which call the following messages belong to; carried in every message header and compared
   /// by the receiver, which throws `errc::mismatch` naming both sides.
   void set_call(call_info const& c) { impl_->set_call(c); }
+  /// A communicator of context `context` is gone from this rank: its calls are forgotten, so
+  /// that a new communicator taking the id again is checked from its #1.
+  void end_context(std::uint32_t context) { impl_->end_context(context); }
 
   /// Eager: returns once `out` is in the ring, or copied by the receiver (a large message);
   /// waits only for room, which any call of the receiver makes.

@@ -182,6 +182,9 @@ class tcp_transport {
   /// the receiver, which throws `errc::mismatch` naming both sides. When a collective begins,
   /// messages of it that peers sent ahead are checked at once.
   void set_call(call_info const& c) { impl_->set_call(c); }
+  /// A communicator of context `context` is gone from this rank: its calls are forgotten, so
+  /// that a new communicator taking the id again is checked from its #1.
+  void end_context(std::uint32_t context) { impl_->end_context(context); }
 
   /// Eager: returns once `out` is in the kernel (the peer's I/O thread always drains it).
   void send(int peer, tag tg, std::span<std::byte const> out) { impl_->send(peer, tg, out); }

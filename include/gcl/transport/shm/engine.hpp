@@ -139,6 +139,9 @@ class shm_impl {
     return seg_->pair(peer, o_.rank).pull_ok.load(std::memory_order_relaxed) != 0;
   }
 
+  // Only this rank's thread reads progress_ (arrivals are checked as it scans its rings).
+  void end_context(std::uint32_t context) { progress_.forget(context); }
+
   // Never throws when a collective ends (the communicator resets the call from a destructor).
   void set_call(call_info const& c) {
     auto& me = seg_->rank(o_.rank);

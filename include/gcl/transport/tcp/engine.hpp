@@ -239,6 +239,12 @@ class tcp_impl {
     poison(code, what, true);
   }
 
+  // The I/O thread checks arriving frames against progress_, hence the lock.
+  void end_context(std::uint32_t context) {
+    std::lock_guard lock(mutex_);
+    progress_.forget(context);
+  }
+
   // A collective begins (or ends): messages of it that peers sent ahead, queued here before
   // this rank got to it, are checked now.
   void set_call(call_info const& c) {
