@@ -78,9 +78,11 @@ total_failed=0
 # inline function at both levels); the programs users run are built by their own scripts
 # (demo.sh, bench.sh: Release). The sanitizer builds have line tables (-g1, set by
 # GCL_SANITIZE): their reports name files and lines.
-default_flags=()
+# The examples and benchmarks (not the trainer) at -O0: they run only as smoke tests here, and
+# build in half the time (CMakeLists.txt, GCL_SMOKE_PROGRAM_FLAGS).
+default_flags=(-DGCL_SMOKE_PROGRAM_FLAGS=-O0)
 [[ $build_type == RelWithDebInfo && -z "${GCL_TEST_DEBUG_INFO:-}" ]] &&
-  default_flags=(-DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -DNDEBUG")
+  default_flags+=(-DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -DNDEBUG")
 suite "default" "$repo/build-test" "" "${default_flags[@]}"
 
 if [[ -z "${GCL_SKIP_TSAN:-}" ]]; then
