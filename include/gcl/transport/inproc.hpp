@@ -281,9 +281,6 @@ class inproc_transport {
   int rank() const noexcept { return rank_; }
   int size() const noexcept { return world_->size(); }
 
-  /// Which call the following messages belong to; compared with the peer's on every receive.
-  /// When a collective begins, messages of it that peers sent ahead are checked now: a peer that
-  /// called another collective under the same number is `errc::mismatch` here and at once.
   /// A communicator of context `context` is gone from this rank: its calls are forgotten, so
   /// that a new communicator taking the id again is checked from its #1 (call_aware_transport).
   void end_context(std::uint32_t context) {
@@ -292,6 +289,9 @@ class inproc_transport {
     me.progress.forget(context);
   }
 
+  /// Which call the following messages belong to; compared with the peer's on every receive.
+  /// When a collective begins, messages of it that peers sent ahead are checked now: a peer that
+  /// called another collective under the same number is `errc::mismatch` here and at once.
   void set_call(call_info const& c) {
     call_ = c;
     digest_ = detail::call_digest(c);
