@@ -79,7 +79,7 @@ total_failed=0
 # (demo.sh, bench.sh: Release). The sanitizer builds have line tables (-g1, set by
 # GCL_SANITIZE): their reports name files and lines.
 # The examples and benchmarks (not the trainer) at -O0: they run only as smoke tests here, and
-# build in half the time (CMakeLists.txt, GCL_SMOKE_PROGRAM_FLAGS).
+# build in 0.6 of the time (CMakeLists.txt, GCL_SMOKE_PROGRAM_FLAGS).
 default_flags=(-DGCL_SMOKE_PROGRAM_FLAGS=-O0)
 [[ $build_type == RelWithDebInfo && -z "${GCL_TEST_DEBUG_INFO:-}" ]] &&
   default_flags+=(-DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -DNDEBUG")
