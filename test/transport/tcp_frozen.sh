@@ -24,9 +24,10 @@ for count in 64 262144; do
   # --grace: how long after the first survivor fails gcl-launch lets the others fail on their
   # own before it stops the rest (and says that rank 2 was stopped). It is what the stopped rank
   # makes each run last, and the one time bound here: 5x the ranks' 3 s timeout. Each survivor
-  # times out by itself (3 s, then at most 1 s for its peers' answers), and the first one's abort
-  # frames release the others at once, so only a survivor that does not fail by itself, not a
-  # loaded machine or a sanitizer, can exceed it.
+  # times out by itself (3 s, then 1 s of its own running time for its peers' answers, 10 s of
+  # wall time at most when the machine freezes it), and the first one's abort frames release
+  # the others at once, so only a survivor that does not fail by itself, not a loaded machine
+  # or a sanitizer, can exceed it.
   "$launch" --tag-output -p 4 --timeout 3 --grace 15 -- "$worker" loop 100000000 "$count" >"$dir/out" 2>&1 &
   launcher=$!
   started() { [[ -s "$dir/0.pid" && -s "$dir/1.pid" && -s "$dir/2.pid" && -s "$dir/3.pid" ]]; }

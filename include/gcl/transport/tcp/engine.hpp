@@ -15,6 +15,7 @@
 
 #include <cerrno>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -37,6 +38,7 @@
 #include <vector>
 
 #include "../../call_info.hpp"
+#include "../../detail/awake_time.hpp"
 #include "../../detail/call_progress.hpp"
 #include "../../detail/error_text.hpp"
 #include "../../error.hpp"
@@ -544,6 +546,31 @@ class tcp_impl {
     }
     return true;
   }
+  // Under mutex_, on the caller's thread: sleep_until(done) for `window` of time in which this
+  // process, and its I/O thread, were seen to run (awake_time.hpp: a wait for what peers send,
+  // which the I/O thread reads, or for what the I/O thread writes, is no wait while either is
+  // frozen), looking every slice; and for ten windows of wall time at most, for a process that
+  // is hardly ever let run. The I/O thread shows it runs by counting a beat posted each slice.
+  template <class Done>
+  bool sleep_awake(std::unique_lock<std::mutex>& lock, std::chrono::steady_clock::duration window,
+                   Done done) {
+    auto const slice = std::chrono::milliseconds(50);
+    auto const start = std::chrono::steady_clock::now(), give_up = start + 10 * window;
+    awake_time awake(start, 2 * slice);  // woken a slice late or more: it was not running
+    auto beat = [this] {
+      auto const asked = io_beats_asked_.fetch_add(1, std::memory_order_relaxed) + 1;
+      post_io([this] { io_beats_.fetch_add(1, std::memory_order_release); });
+      return asked;  // handlers run in order: the count reaches it when this one has run
+    };
+    for (auto asked = beat();; asked = beat()) {
+      if (done()) return true;
+      auto const now = std::chrono::steady_clock::now();
+      if (awake.counted() >= window || now >= give_up) return false;
+      sleep_until(lock, std::min({now + slice, now + (window - awake.counted()), give_up}), done);
+      awake.look(std::chrono::steady_clock::now(),
+                 io_beats_.load(std::memory_order_acquire) >= asked);
+    }
+  }
   template <class Done>
   void sleep(std::unique_lock<std::mutex>& lock, Done done) {
     while (!done()) sleep_until(lock, std::chrono::steady_clock::now() + std::chrono::hours(1));
@@ -613,9 +640,7 @@ class tcp_impl {
   // not started all_reduce #10 ...; ranks 0, 1 and 3 are waiting in it" -- for a timeout.
   std::string stall_report(std::unique_lock<std::mutex>& lock) {
     request_status();
-    sleep_until(lock,
-                std::chrono::steady_clock::now() +
-                    std::min<std::chrono::milliseconds>(o_.timeout, std::chrono::seconds(1)),
+    sleep_awake(lock, std::min<std::chrono::milliseconds>(o_.timeout, std::chrono::seconds(1)),
                 [&] { return all_answered(); });
     std::vector<rank_status> all;
     for (int r = 0; r < o_.size; ++r) {
@@ -1403,9 +1428,7 @@ class tcp_impl {
       // frames behind no data (every send completed before returning), so this is quick unless
       // a peer stopped reading. Closing earlier would make peers report a lost rank instead of
       // the error that the abort frame carries.
-      sleep_until(lock,
-                  std::chrono::steady_clock::now() +
-                      std::min<std::chrono::milliseconds>(o_.timeout, std::chrono::seconds(1)),
+      sleep_awake(lock, std::min<std::chrono::milliseconds>(o_.timeout, std::chrono::seconds(1)),
                   [&] { return owned_writes_ == 0; });
       closing_ = true;
     }
@@ -1493,6 +1516,7 @@ class tcp_impl {
   // after mutex_, never before).
   static constexpr std::chrono::microseconds rest_window{500};
   std::atomic<bool> resting_{false};
+  std::atomic<std::uint64_t> io_beats_asked_{0}, io_beats_{0};  // sleep_awake's sign of life
   std::atomic<std::chrono::steady_clock::rep> caller_polled_at_{0};
   std::mutex rest_mutex_;
   std::condition_variable rest_cv_;
