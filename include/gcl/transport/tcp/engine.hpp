@@ -550,22 +550,21 @@ class tcp_impl {
   // process, and its I/O thread, were seen to run (awake_time.hpp: a wait for what peers send,
   // which the I/O thread reads, or for what the I/O thread writes, is no wait while either is
   // frozen), looking every slice; and for ten windows of wall time at most, for a process that
-  // is hardly ever let run. The I/O thread shows it runs by counting a beat posted each slice.
+  // is hardly ever let run. The I/O thread shows it runs by counting a beat posted each slice
+  // (none when `done` holds at once: the usual shutdown posts nothing).
   template <class Done>
   bool sleep_awake(std::unique_lock<std::mutex>& lock, std::chrono::steady_clock::duration window,
                    Done done) {
     auto const slice = std::chrono::milliseconds(50);
     auto const start = std::chrono::steady_clock::now(), give_up = start + 10 * window;
     awake_time awake(start, 2 * slice);  // woken a slice late or more: it was not running
-    auto beat = [this] {
-      auto const asked = io_beats_asked_.fetch_add(1, std::memory_order_relaxed) + 1;
-      post_io([this] { io_beats_.fetch_add(1, std::memory_order_release); });
-      return asked;  // handlers run in order: the count reaches it when this one has run
-    };
-    for (auto asked = beat();; asked = beat()) {
+    for (;;) {
       if (done()) return true;
       auto const now = std::chrono::steady_clock::now();
       if (awake.counted() >= window || now >= give_up) return false;
+      // Handlers run in order: the count reaches `asked` once this beat has run.
+      auto const asked = io_beats_asked_.fetch_add(1, std::memory_order_relaxed) + 1;
+      post_io([this] { io_beats_.fetch_add(1, std::memory_order_release); });
       sleep_until(lock, std::min({now + slice, now + (window - awake.counted()), give_up}), done);
       awake.look(std::chrono::steady_clock::now(),
                  io_beats_.load(std::memory_order_acquire) >= asked);
