@@ -8,6 +8,7 @@
 #include <gcl/transport/tcp.hpp>
 
 #include <atomic>
+#include <barrier>
 #include <boost/asio.hpp>
 #include <chrono>
 #include <cstdint>
@@ -367,6 +368,77 @@ BOOST_AUTO_TEST_CASE(a_large_send_completes_while_the_receiver_is_outside_any_ca
       },
       quick());
   check_rank_failures();
+}
+
+BOOST_AUTO_TEST_CASE(sendrecv_of_large_frames_lands_in_the_receive_buffers_on_time_or_late) {
+  // A ring step of 32 MiB per rank (sendrecv: every rank sends to its left and receives from
+  // its right), three times: at 2 ranks (one peer both ways) and 3 (two peers), with every rank
+  // on time, and with one rank 50 ms late each time (its peers' sends then wait for it). The
+  // frames land straight in the receive buffers: a frame that is read into a pooled buffer
+  // first (what a rank whose send waits would do) stays in the pool, and the heap would show it.
+  constexpr std::size_t n = (std::size_t{32} << 20) / sizeof(std::uint32_t);
+  for (int p : {2, 3})
+    for (bool late : {false, true}) {
+      std::vector<std::size_t> before(static_cast<std::size_t>(p)),
+          after(static_cast<std::size_t>(p));
+      std::barrier measured(p);
+      gcl::spawn<tcp_transport>(
+          p,
+          [&](auto& comm) {
+            int const me = comm.rank(), left = (me + p - 1) % p, right = (me + 1) % p;
+            // Allocated (and touched) before measuring.
+            auto const mine = pattern(n, static_cast<std::uint32_t>(me));
+            auto const theirs = pattern(n, static_cast<std::uint32_t>(right));
+            std::vector<std::uint32_t> got(n, 0);
+            measured.arrive_and_wait();
+            before[me] = heap_in_use();
+            measured.arrive_and_wait();
+            for (std::uint32_t i = 0; i < 3; ++i) {
+              auto scope = comm.begin_call(collective_of(n * 4));
+              if (late && me == 1) std::this_thread::sleep_for(50ms);
+              try {
+                comm.sendrecv(left, mine, right, got, gcl::detail::collective_tag);
+              } catch (...) {
+                measured.arrive_and_drop();  // the others do not wait for this rank
+                throw;
+              }
+              expect(got == theirs, "rank " + std::to_string(me) + " got a wrong frame");
+              std::fill(got.begin(), got.end(), 0);
+              // No rank begins the next step while a peer is still in this one: a frame that
+              // comes while its receiver still waits in the step before may be queued (a rank
+              // that sleeps drains what comes early), which is not what this counts.
+              measured.arrive_and_wait();
+            }
+            after[me] = heap_in_use();
+          },
+          quick());
+      check_rank_failures();
+      if (malloc_is_glibc)  // the process's heap: every rank's growth is in each reading
+        for (int r = 0; r < p; ++r)
+          BOOST_TEST(after[r] < before[r] + (std::size_t{8} << 20),
+                     p << " ranks, " << (late ? "late" : "on time") << ": rank " << r
+                       << "'s heap grew by " << (after[r] - before[r]));
+    }
+}
+
+BOOST_AUTO_TEST_CASE(sendrecv_of_large_frames_of_different_sizes_fails_on_both_ranks) {
+  // Rank 0 sends and expects 16 MiB, rank 1 32 MiB: each rank's send is still under way when
+  // the other's header shows the mismatch. Both fail naming it (neither waits for good for a
+  // send the peer will never read), and neither crashes on the abandoned frame.
+  auto errors = run_each(2, quick(), [](auto& comm) {
+    std::size_t const n = (std::size_t{16} << 20) / 4 * static_cast<std::size_t>(comm.rank() + 1);
+    auto const mine = pattern(n, 1);
+    std::vector<std::uint32_t> got(n);
+    auto scope = comm.begin_call(collective_of(std::size_t{32} << 20));
+    int const peer = 1 - comm.rank();
+    comm.sendrecv(peer, mine, peer, got, gcl::detail::collective_tag);
+  });
+  for (int r = 0; r < 2; ++r) {
+    BOOST_TEST_INFO(errors[r]);
+    BOOST_TEST((contains(errors[r], "mismatch|") || contains(errors[r], "aborted|")));
+  }
+  BOOST_TEST((contains(errors[0] + errors[1], "expected 16777216 bytes") ||
+              contains(errors[0] + errors[1], "expected 33554432 bytes")));
 }
 
 BOOST_AUTO_TEST_CASE(mismatched_calls_fail_on_both_ranks_naming_both_calls) {

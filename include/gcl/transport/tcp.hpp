@@ -192,6 +192,13 @@ class tcp_transport {
   /// Blocks until exactly `in.size()` bytes from `peer` with `tg` are in `in`.
   void recv(int peer, tag tg, std::span<std::byte> in) { impl_->recv(peer, tg, in); }
 
+  /// `send` and `recv` at once: a frame too large for the socket's buffer goes on being written
+  /// while the receive waits, so the incoming frame lands straight in `in`.
+  void sendrecv(int dst, tag send_tag, std::span<std::byte const> out, int src, tag recv_tag,
+                std::span<std::byte> in) {
+    impl_->sendrecv(dst, send_tag, out, src, recv_tag, in);
+  }
+
   tcp_transport(tcp_transport&&) noexcept = default;
   tcp_transport& operator=(tcp_transport&&) noexcept = default;
 

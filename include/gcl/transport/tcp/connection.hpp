@@ -59,10 +59,11 @@ struct tcp_peer {
   std::string where;  // "rank 3 at 10.0.0.3:41234"
   // Exactly one writer per socket at any time, so that frames never interleave: `writing`
   // (under tcp_impl::mutex_) is held either by the I/O thread, which then works through
-  // `writes` (under mutex_ too) until it is empty, or by the caller while send() writes its own
-  // frame on the socket's descriptor. Frames queued while the caller writes wait for it.
+  // `writes` (under mutex_ too) until it is empty, or by the caller while send() or sendrecv()
+  // writes its own frame on the socket's descriptor (`caller_writes`, under mutex_ too).
+  // Frames queued while the caller writes wait for it.
   std::deque<tcp_write*> writes;
-  bool writing = false;
+  bool writing = false, caller_writes = false;
   // The descriptor the caller writes on: set while the socket is open. fd_mutex keeps the I/O
   // thread from closing it (and the number from being reused) during the caller's write.
   std::mutex fd_mutex;

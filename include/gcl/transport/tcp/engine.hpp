@@ -8,6 +8,7 @@
 
 #include "asio.hpp"
 
+#include <poll.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -16,6 +17,7 @@
 #include <cerrno>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -281,87 +283,63 @@ class tcp_impl {
   void send(int peer, tag tg, std::span<std::byte const> out) {
     check_peer(peer, "send to");
     std::unique_lock lock(mutex_);
-    throw_if_unusable(lock, "send to", peer);
-    if (peer == o_.rank) {
-      auto m = pool_.take(out.size());
-      m.call = call_;
-      if (!out.empty()) std::memcpy(m.data.get(), out.data(), out.size());
-      inbox_[key(peer, tg)].push_back(std::move(m));
-      return;
-    }
-    if (auto what = ended_disagreement(peer); !what.empty()) {
-      poison(errc::mismatch, what, true);
-      throw transport_error(errc::mismatch, what);
-    }
-    if (peers_[peer].finished)
-      throw transport_error(errc::peer_closed, prefix() + "send to " + peers_[peer].where + " (" +
-                                                   describe(call_) +
-                                                   "): that rank has already closed its transport");
-    tcp_write w;
-    frame_header h;
-    h.tag = static_cast<std::uint32_t>(tg);
-    h.source = o_.rank;
-    h.call = call_;
-    h.length = out.size();
-    h.encode(w.header.data());
-    w.payload = out;
-    auto& p = peers_[peer];
-    if (p.writing) {
-      // The I/O thread is writing to this peer (our frame goes after its frames).
-      p.writes.push_back(&w);
-    } else {
-      // Nobody writes to this peer: write the frame from this thread, as far as the kernel takes
-      // it without blocking. All of it (the common case): done, no other thread involved.
-      p.writing = true;
-      lock.unlock();
-      auto ec = write_now(p, w);
+    own_write o{peer};
+    if (start_send(lock, o, tg, out)) finish_send(lock, o);
+  }
+
+  // send(dst) and recv(src) at once. A frame larger than the socket's buffer is written on,
+  // while the receive waits, by this thread (wait_sockets) or, once the peer stops taking it,
+  // by the I/O thread. So neither side's send waits for the other's receive, and the incoming
+  // frame is read straight into `in` (its receive is posted while the send is under way): a
+  // rank whose send() waits sleeps, and a sleeping rank's large frames are drained into pooled
+  // buffers and copied, which at 32 MiB per direction cost as much as the transfer itself.
+  void sendrecv(int dst, tag send_tag, std::span<std::byte const> out, int src, tag recv_tag,
+                std::span<std::byte> in) {
+    check_peer(dst, "send to");
+    check_peer(src, "recv from");
+    own_write o{dst};
+    std::unique_lock lock(mutex_);
+    bool const sending = start_send(lock, o, send_tag, out);
+    lock.unlock();
+    if (!sending) return recv(src, recv_tag, in);
+    try {
+      receive(src, recv_tag, in, &o);
+    } catch (...) {
       lock.lock();
-      if (!ec && w.sent == w.size()) {
-        release_writer(peer);
-        return;
-      }
-      if (ec) {
-        release_writer(peer);
-        write_failed(peer, ec);
-        throw_if_unusable(lock, "send to", peer);
-        throw transport_error(errc::peer_closed,
-                              prefix() + "send to " + p.where + " failed: " + ec.message());
-      }
-      // The kernel's buffer is full: the I/O thread writes the rest (it keeps the writer role).
-      p.writes.push_front(&w);
-      post_io([this, peer] { start_write(peer); });
+      abandon_send(lock, o);
+      throw;
     }
-    auto const now = std::chrono::steady_clock::now();
-    auto const deadline = now + o_.timeout, spin_until = now + o_.spin;
-    while (!w.done && !unusable() && std::chrono::steady_clock::now() < deadline)
-      await(lock, spin_until, deadline);
-    bool const in_time = w.done || unusable();
-    if (!w.done) {
-      if (!in_time) {
-        auto stall = stall_report(lock);
-        auto what = timeout_text(prefix(), call_,
-                                 "send to " + p.where + " (" + std::to_string(out.size()) +
-                                     " bytes: the peer does not read)",
-                                 format_duration(o_.timeout), stall, unread_report());
-        poison(errc::timeout, what, true);
-      }
-      // The frame may be half-written from our caller's buffer: close the socket and wait for
-      // the write to be cancelled before the buffer can go away.
-      post_io([this, peer] { close_peer(peer); });
-      sleep(lock, [&] { return w.done; });
-    }
-    if (w.ec) {
-      throw_if_unusable(lock, "send to", peer);
-      throw transport_error(errc::peer_closed,
-                            prefix() + "send to " + p.where + " failed: " + w.ec.message());
-    }
+    lock.lock();
+    finish_send(lock, o);
   }
 
   // A receive that finds nothing queued posts itself; whichever thread reads the peer's socket
   // next (this one, polling it while it waits, or the I/O thread once it sleeps) reads a
   // matching frame's payload straight into `in` (no intermediate buffer, no copy). Anything
   // else (another size or call: a mismatch) is queued as usual and reported from the queue.
-  void recv(int peer, tag tg, std::span<std::byte> in) {
+  void recv(int peer, tag tg, std::span<std::byte> in) { receive(peer, tg, in, nullptr); }
+
+ private:
+  // A data frame of the caller's on its way out (send, sendrecv). `held`: the caller holds
+  // the peer's writer role and writes the frame itself; otherwise the I/O thread writes it.
+  struct own_write {
+    explicit own_write(int to) : peer(to) {}
+    int peer;
+    tcp_write w;
+    bool held = false;
+    std::chrono::steady_clock::time_point progressed;  // when the kernel last took some of it
+  };
+
+  // How long the caller goes on moving a large frame itself (writing its own, reading the one
+  // it waits for) while its socket takes or gives nothing, before it leaves the frame to the
+  // I/O thread and waits as for anything else: a peer that is there moves more within
+  // microseconds, and one that is not may be waiting for a frame of its own, parked here,
+  // which only a waiting caller's drain releases (sleep_until).
+  static constexpr std::chrono::milliseconds drive_patience{2};
+
+  // recv(), and the receiving half of sendrecv: `own`, if not null, is the frame the caller is
+  // sending meanwhile, written on by this thread while it holds the writer role.
+  void receive(int peer, tag tg, std::span<std::byte> in, own_write* own) {
     check_peer(peer, "recv from");
     std::unique_lock lock(mutex_);
     auto const start = std::chrono::steady_clock::now();
@@ -373,6 +351,7 @@ class tcp_impl {
     auto next_query = start + query_interval;
     auto k = key(peer, tg);
     tcp_posted_recv pr{peer, static_cast<std::uint32_t>(tg), in, call_};
+    auto progressed = start;  // when a large frame in or out last moved (drive_patience)
     waiting_for_ = peer;
     struct reset_waiting {
       int& w;
@@ -414,15 +393,21 @@ class tcp_impl {
             if (from.reading) from.recheck = true;
           }
         }
-        // Whatever that peer sent is read here, by the thread that waits for it, when no other
-        // thread is reading that socket: into `in` if it is the posted receive's frame.
-        if (peer != o_.rank && take_reader(peer)) {
-          lock.unlock();
-          pump(peer);
-          finish_reading(peer);
-          lock.lock();
-          if (pr.st == tcp_posted_recv::done) return;
-        }
+      }
+      // Whatever that peer sent is read here, by the thread that waits for it, when no other
+      // thread is reading that socket: into `in` if it is the posted receive's frame (also on,
+      // once it is claimed: this thread reads the rest of a large frame as it comes).
+      if (peer != o_.rank && take_reader(peer)) {
+        lock.unlock();
+        bool const got = pump(peer) > 0;
+        finish_reading(peer);
+        lock.lock();
+        if (pr.st == tcp_posted_recv::done) return;
+        if (got) progressed = std::chrono::steady_clock::now();
+      }
+      if (own != nullptr && own->held && write_more(lock, *own)) {
+        progressed = own->progressed;
+        continue;  // the frame's peer is reading it: maybe ours is done, or more has come
       }
       auto now = std::chrono::steady_clock::now();
       if (now < deadline) {
@@ -431,6 +416,17 @@ class tcp_impl {
           query_interval = std::min(query_interval * 2, std::chrono::milliseconds(5000));
           next_query = now + query_interval;
         }
+        bool const writing = own != nullptr && own->held;
+        bool const reading = pr.st == tcp_posted_recv::claimed && caller_may_read(peer);
+        if ((writing || reading) && now - progressed < drive_patience) {
+          // A large frame on the move, in or out: this thread sleeps on its sockets, woken
+          // the moment either can go on, with no hop through the I/O thread.
+          rest_io(now);
+          wait_sockets(lock, writing ? own : nullptr, peer,
+                       std::min({deadline, next_query, progressed + drive_patience}));
+          continue;
+        }
+        if (writing) hand_over(*own);
         if (now < spin_until && peer != o_.rank) {
           // Polls the socket itself (above) rather than the I/O thread's news: the message is
           // read the moment it is there, with no wake-up of either thread (rest_io).
@@ -457,7 +453,177 @@ class tcp_impl {
     }
   }
 
- private:
+  // Under mutex_, on the caller's thread: begins sending `out` to `o.peer` as `o.w`, which must
+  // stay where it is until it is done. False if it is done already (the common case: the
+  // kernel took all of it); true if some is left, which the caller goes on writing (`o.held`)
+  // unless the I/O thread was writing to that peer already (finish_send waits for it).
+  bool start_send(std::unique_lock<std::mutex>& lock, own_write& o, tag tg,
+                  std::span<std::byte const> out) {
+    int const peer = o.peer;
+    auto& w = o.w;
+    throw_if_unusable(lock, "send to", peer);
+    if (peer == o_.rank) {
+      auto m = pool_.take(out.size());
+      m.call = call_;
+      if (!out.empty()) std::memcpy(m.data.get(), out.data(), out.size());
+      inbox_[key(peer, tg)].push_back(std::move(m));
+      return false;
+    }
+    if (auto what = ended_disagreement(peer); !what.empty()) {
+      poison(errc::mismatch, what, true);
+      throw transport_error(errc::mismatch, what);
+    }
+    if (peers_[peer].finished)
+      throw transport_error(errc::peer_closed, prefix() + "send to " + peers_[peer].where + " (" +
+                                                   describe(call_) +
+                                                   "): that rank has already closed its transport");
+    frame_header h;
+    h.tag = static_cast<std::uint32_t>(tg);
+    h.source = o_.rank;
+    h.call = call_;
+    h.length = out.size();
+    h.encode(w.header.data());
+    w.payload = out;
+    auto& p = peers_[peer];
+    if (p.writing) {
+      // The I/O thread is writing to this peer (our frame goes after its frames).
+      p.writes.push_back(&w);
+      return true;
+    }
+    // Nobody writes to this peer: write the frame from this thread, as far as the kernel takes
+    // it without blocking. All of it (the common case): done, no other thread involved.
+    p.writing = p.caller_writes = o.held = true;
+    o.progressed = std::chrono::steady_clock::now();
+    write_more(lock, o);
+    if (w.ec) {
+      throw_if_unusable(lock, "send to", peer);
+      throw transport_error(errc::peer_closed,
+                            prefix() + "send to " + p.where + " failed: " + w.ec.message());
+    }
+    return !w.done;
+  }
+
+  // Under mutex_ (released while it writes), on the caller's thread holding o's writer role:
+  // as much of the frame as the kernel takes now. The role is given up when the frame is out,
+  // or has failed (which poisons the transport; `o.w.ec` says why). True if some went out.
+  bool write_more(std::unique_lock<std::mutex>& lock, own_write& o) {
+    auto const before = o.w.sent;
+    lock.unlock();
+    auto ec = write_now(peers_[o.peer], o.w);
+    lock.lock();
+    if (ec || o.w.sent == o.w.size()) {
+      o.held = false;
+      release_writer(o.peer);
+      o.w.ec = ec;
+      o.w.done = true;
+      if (ec) write_failed(o.peer, ec);
+    }
+    if (o.w.sent == before) return false;
+    o.progressed = std::chrono::steady_clock::now();
+    return true;
+  }
+
+  // Under mutex_, holding o's writer role: the I/O thread writes the rest of the frame (it
+  // takes the role over); the caller waits for `o.w.done`.
+  void hand_over(own_write& o) {
+    o.held = false;
+    peers_[o.peer].caller_writes = false;
+    peers_[o.peer].writes.push_front(&o.w);
+    post_io([this, peer = o.peer] { start_write(peer); });
+  }
+
+  // Under mutex_: whether the caller may read peer r's socket now (nobody else reads it, and
+  // it is being read at all).
+  bool caller_may_read(int r) const {
+    return r != o_.rank && !peers_[r].reading && reads_on(peers_[r]);
+  }
+
+  // Under mutex_ (released while it sleeps), on the caller's thread: sleeps in poll() until the
+  // socket of `o` (if not null: the caller holds its writer role) takes more, or peer
+  // `reader`'s socket (-1: none) has something the caller may read, or until `until`. Anything
+  // else the caller waits for (a failure, a frame read by the I/O thread) is seen when it looks
+  // again, at `until` at the latest: its loops bound that by drive_patience.
+  void wait_sockets(std::unique_lock<std::mutex>& lock, own_write const* o, int reader,
+                    std::chrono::steady_clock::time_point until) {
+    auto fd_of = [](tcp_peer& p) {
+      std::lock_guard fd_lock(p.fd_mutex);
+      return p.fd;
+    };
+    std::array<pollfd, 2> fds{};
+    nfds_t n = 0;
+    auto watch = [&](int fd, short events) {
+      if (fd < 0) return;  // closed: the next read or write says so
+      if (n == 1 && fds[0].fd == fd)
+        fds[0].events = static_cast<short>(fds[0].events | events);
+      else
+        fds[n++] = {fd, events, 0};
+    };
+    if (o != nullptr) watch(fd_of(peers_[o->peer]), POLLOUT);
+    if (reader >= 0 && caller_may_read(reader)) watch(fd_of(peers_[reader]), POLLIN);
+    auto const left =
+        std::chrono::ceil<std::chrono::milliseconds>(until - std::chrono::steady_clock::now());
+    if (n == 0 || left.count() <= 0) return;
+    lock.unlock();
+    ::poll(fds.data(), n, static_cast<int>(left.count()));  // a wake-up only: the loops look
+    lock.lock();
+  }
+
+  // Under mutex_, on the caller's thread: waits (within the timeout) until frame `o.w`, begun
+  // by start_send, is out; throws if it cannot be.
+  void finish_send(std::unique_lock<std::mutex>& lock, own_write& o) {
+    int const peer = o.peer;
+    auto& p = peers_[peer];
+    auto& w = o.w;
+    auto const now = std::chrono::steady_clock::now();
+    auto const deadline = now + o_.timeout, spin_until = now + o_.spin;
+    while (o.held && !unusable()) {  // written on by this thread while the peer takes it
+      auto const at = std::chrono::steady_clock::now();
+      if (at >= deadline || at - o.progressed >= drive_patience) break;
+      if (write_more(lock, o) || !o.held) continue;
+      rest_io(at);  // this thread waits on its socket: the I/O thread need not watch them
+      wait_sockets(lock, &o, -1, std::min(deadline, o.progressed + drive_patience));
+    }
+    if (o.held) hand_over(o);
+    while (!w.done && !unusable() && std::chrono::steady_clock::now() < deadline)
+      await(lock, spin_until, deadline);
+    bool const in_time = w.done || unusable();
+    if (!w.done) {
+      if (!in_time) {
+        auto stall = stall_report(lock);
+        auto what = timeout_text(prefix(), call_,
+                                 "send to " + p.where + " (" + std::to_string(w.payload.size()) +
+                                     " bytes: the peer does not read)",
+                                 format_duration(o_.timeout), stall, unread_report());
+        poison(errc::timeout, what, true);
+      }
+      // The frame may be half-written from our caller's buffer: close the socket and wait for
+      // the write to be cancelled before the buffer can go away.
+      post_io([this, peer] { close_peer(peer); });
+      sleep(lock, [&] { return w.done; });
+    }
+    if (w.ec) {
+      throw_if_unusable(lock, "send to", peer);
+      throw transport_error(errc::peer_closed,
+                            prefix() + "send to " + p.where + " failed: " + w.ec.message());
+    }
+  }
+
+  // Under mutex_, on the caller's thread, after sendrecv's receive failed: frame `o.w` (begun by
+  // start_send) gets the peer's short answer window to go out; if it does not, its connection
+  // is closed and the write cancelled, before `w` and the caller's buffer go away.
+  void abandon_send(std::unique_lock<std::mutex>& lock, own_write& o) {
+    if (o.held) hand_over(o);
+    if (sleep_awake(lock, answer_window(), [&] { return o.w.done; })) return;
+    post_io([this, peer = o.peer] { close_peer(peer); });
+    sleep(lock, [&] { return o.w.done; });
+  }
+
+  // How long a rank gives its peers' I/O threads for what only they can do (answer a status
+  // query, read an abort frame or what is left of a frame): a second, or the timeout if shorter.
+  std::chrono::milliseconds answer_window() const {
+    return std::min<std::chrono::milliseconds>(o_.timeout, std::chrono::seconds(1));
+  }
+
   // Takes the first message of `queue` (peer, tg's) into `in` and gives its buffer back to the
   // pool. One of another size or call stays queued, poisons the transport, and throws mismatch.
   void take_queued(std::unique_lock<std::mutex>& lock, std::deque<tcp_message>& queue, int peer,
@@ -639,8 +805,7 @@ class tcp_impl {
   // not started all_reduce #10 ...; ranks 0, 1 and 3 are waiting in it" -- for a timeout.
   std::string stall_report(std::unique_lock<std::mutex>& lock) {
     request_status();
-    sleep_awake(lock, std::min<std::chrono::milliseconds>(o_.timeout, std::chrono::seconds(1)),
-                [&] { return all_answered(); });
+    sleep_awake(lock, answer_window(), [&] { return all_answered(); });
     std::vector<rank_status> all;
     for (int r = 0; r < o_.size; ++r) {
       if (r != o_.rank) {
@@ -820,7 +985,8 @@ class tcp_impl {
             std::chrono::steady_clock::duration(caller_polled_at_.load(std::memory_order_relaxed)));
         bool stop = caller_sleeping_ || closing_ || leaving_ || poisoned_ || abort_->aborted ||
                     arrival_hook_ || std::chrono::steady_clock::now() - polled > rest_window;
-        for (auto const& p : peers_) stop = stop || p.writing;  // a write it may have to finish
+        for (auto const& p : peers_)  // a write it may have to finish (not one of the caller's)
+          stop = stop || (p.writing && !p.caller_writes);
         if (stop) return finish();
       }
       std::unique_lock r(rest_mutex_);
@@ -909,6 +1075,7 @@ class tcp_impl {
   // Under mutex_, on the caller's thread, which holds peer r's writer role and is done with its
   // own frame: frames queued meanwhile go to the I/O thread with the role, else it is free.
   void release_writer(int r) {
+    peers_[r].caller_writes = false;
     if (peers_[r].writes.empty())
       peers_[r].writing = false;
     else
@@ -998,9 +1165,11 @@ class tcp_impl {
   }
 
   // Holding peer r's reader role, without mutex_: reads what its socket holds, frame by frame,
-  // until the socket is empty or the connection is parked, stopped or lost.
-  void pump(int r) {
+  // until the socket is empty or the connection is parked, stopped or lost. Returns how many
+  // bytes it read.
+  std::size_t pump(int r) {
     auto& p = peers_[r];
+    std::size_t got = 0;
     for (;;) {
       tcp_peer::rx_stage stage;
       {
@@ -1012,8 +1181,12 @@ class tcp_impl {
         case tcp_peer::rx_stage::header: {
           auto n = read_some(p, p.rx_header.data() + p.rx_header_got,
                              p.rx_header.size() - p.rx_header_got, ec);
-          if (ec) return read_failed(r, ec);
-          if (n == 0) return;
+          got += n;
+          if (ec) {
+            read_failed(r, ec);
+            return got;
+          }
+          if (n == 0) return got;
           p.rx_header_got += n;
           if (p.rx_header_got == p.rx_header.size()) {
             p.rx_header_got = 0;
@@ -1025,20 +1198,25 @@ class tcp_impl {
           place_payload(r, false);
           break;
         case tcp_peer::rx_stage::payload: {
-          if (!p.rx_direct && p.rx_received == p.rx_message.capacity && !grow_rx_message(r)) return;
+          if (!p.rx_direct && p.rx_received == p.rx_message.capacity && !grow_rx_message(r))
+            return got;
           std::byte* into = p.rx_direct ? p.rx_into : p.rx_message.data.get();
           auto const end = p.rx_direct ? static_cast<std::size_t>(p.rx.length)
                                        : std::min(p.rx_message.size, p.rx_message.capacity);
           auto n = read_some(p, into + p.rx_received, end - p.rx_received, ec);
-          if (ec) return read_failed(r, ec);
-          if (n == 0) return;
+          got += n;
+          if (ec) {
+            read_failed(r, ec);
+            return got;
+          }
+          if (n == 0) return got;
           p.rx_received += n;
           if (p.rx_received == p.rx.length) on_payload(r);
           break;
         }
         case tcp_peer::rx_stage::parked:
         case tcp_peer::rx_stage::stopped:
-          return;
+          return got;
       }
     }
   }
@@ -1427,8 +1605,7 @@ class tcp_impl {
       // frames behind no data (every send completed before returning), so this is quick unless
       // a peer stopped reading. Closing earlier would make peers report a lost rank instead of
       // the error that the abort frame carries.
-      sleep_awake(lock, std::min<std::chrono::milliseconds>(o_.timeout, std::chrono::seconds(1)),
-                  [&] { return owned_writes_ == 0; });
+      sleep_awake(lock, answer_window(), [&] { return owned_writes_ == 0; });
       closing_ = true;
     }
     post_io([this] {
