@@ -156,6 +156,7 @@ def main():
     if os.path.exists(limits_path):
         limits = [r for r in csv.DictReader(open(limits_path)) if r["test"] != "test"]
     one_way, duplex = limit(limits, "tcp_loopback"), limit(limits, "tcp_loopback_duplex")
+    duplex_32m = limit(limits, "tcp_loopback_duplex_32m")
 
     md = []
     w = md.append
@@ -197,7 +198,9 @@ def main():
         w("than the caches, one buffer pair per thread (GB/s of bytes copied; memory traffic is")
         w("twice that); one loopback TCP connection carrying data one way; and two connections")
         w("carrying data in opposite directions at once (duplex: GB/s per direction, traffic both")
-        w("directions), as a ring's steps do. For TCP, *threads* is the number of connections.")
+        w("directions), as a ring's steps do. For TCP, *threads* is the number of connections;")
+        w("the first two send from and receive into a 1 MiB buffer, which stays in the caches,")
+        w("`tcp_loopback_duplex_32m` from and into 32 MiB buffers, as a large message's are.")
         w("")
         w("| test | threads | bytes | copied GB/s | traffic GB/s |")
         w("|---|---:|---:|---:|---:|")
@@ -229,6 +232,8 @@ def main():
                     ceil = f"one way {one_way:.2f} GB/s"
                     if duplex is not None:
                         ceil += f", duplex {duplex:.2f} GB/s per direction (both directions busy, as in a ring)"
+                    if duplex_32m is not None:
+                        ceil += f", duplex from and into 32 MiB buffers {duplex_32m:.2f} GB/s per direction"
                     w(f"Loopback TCP ceiling (machine_limits): {ceil}.")
                     w("")
                 head, sep = "| size |", "|---:|"
