@@ -9,10 +9,12 @@
 /// size, and "everybody sends, then everybody receives" cannot deadlock (a large message that
 /// arrives early may wait in the socket while this rank is busy in a collective, until its
 /// receive is posted or the rank waits for anything else). A send writes its frame itself when
-/// nothing else is being written to that peer, leaves what the kernel did not take to the I/O
-/// thread, and returns when the kernel has taken the last byte (no copy on the send side). A
-/// receive takes the first queued message for (source, tag), compares sizes and `call_info`,
-/// and copies it out.
+/// nothing else is being written to that peer, goes on writing what the kernel did not take
+/// while the peer takes it (leaving it to the I/O thread after 2 ms in which it took nothing),
+/// and returns when the kernel has taken the last byte (no copy on the send side); `sendrecv`
+/// posts its receive while its send is under way, and moves both frames. A receive takes the
+/// first queued message for (source, tag), compares sizes and `call_info`, and copies it out,
+/// or has its frame read straight into its buffer.
 /// See doc/tcp.md for the rendezvous, the environment and the failure behaviour.
 
 #include <unistd.h>
