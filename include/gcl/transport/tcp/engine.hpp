@@ -406,7 +406,7 @@ class tcp_impl {
         if (got) progressed = std::chrono::steady_clock::now();
       }
       if (own != nullptr && own->held && write_more(lock, *own)) {
-        progressed = own->progressed;
+        progressed = std::chrono::steady_clock::now();
         continue;  // the frame's peer is reading it: maybe ours is done, or more has come
       }
       auto now = std::chrono::steady_clock::now();
@@ -493,8 +493,8 @@ class tcp_impl {
     // Nobody writes to this peer: write the frame from this thread, as far as the kernel takes
     // it without blocking. All of it (the common case): done, no other thread involved.
     p.writing = p.caller_writes = o.held = true;
-    o.progressed = std::chrono::steady_clock::now();
-    write_more(lock, o);
+    // The clock is read only for a frame the kernel did not take whole (not per small send).
+    if (!write_more(lock, o) && o.held) o.progressed = std::chrono::steady_clock::now();
     if (w.ec) {
       throw_if_unusable(lock, "send to", peer);
       throw transport_error(errc::peer_closed,
@@ -505,7 +505,8 @@ class tcp_impl {
 
   // Under mutex_ (released while it writes), on the caller's thread holding o's writer role:
   // as much of the frame as the kernel takes now. The role is given up when the frame is out,
-  // or has failed (which poisons the transport; `o.w.ec` says why). True if some went out.
+  // or has failed (which poisons the transport; `o.w.ec` says why). True if some went out
+  // (`o.progressed` says when, while some is left).
   bool write_more(std::unique_lock<std::mutex>& lock, own_write& o) {
     auto const before = o.w.sent;
     lock.unlock();
@@ -519,7 +520,7 @@ class tcp_impl {
       if (ec) write_failed(o.peer, ec);
     }
     if (o.w.sent == before) return false;
-    o.progressed = std::chrono::steady_clock::now();
+    if (o.held) o.progressed = std::chrono::steady_clock::now();
     return true;
   }
 
