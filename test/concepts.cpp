@@ -55,7 +55,7 @@ struct my_algorithm {
   int option = 0;
 };
 struct nameless_algorithm {
-  static constexpr bool needs_commutative = false;
+  [[maybe_unused]] static constexpr bool needs_commutative = false;  // only looked at (clang warns)
 };
 
 struct pod {

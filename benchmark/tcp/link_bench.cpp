@@ -135,7 +135,7 @@ int main(int argc, char** argv) {
   if (mode.empty()) return gcl_cli::usage_error(app, "mode is required: pingpong or tree_vs_ring");
   int rank = -1;
   try {
-    comm_t comm(gcl::tcp_transport(gcl::tcp_options::from_env()));
+    comm_t comm{gcl::tcp_transport(gcl::tcp_options::from_env())};
     rank = comm.rank();
     if (mode == "pingpong") return pingpong(comm);
     return tree_vs_ring(comm, reps, max_bytes);

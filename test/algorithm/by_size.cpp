@@ -6,18 +6,30 @@
 #include <gcl/stats.hpp>
 #include <gcl/transport/inproc.hpp>
 
+#include <type_traits>
+
 #include "accounting.hpp"
 
 using namespace accounting;
 
 namespace {
 
+// Rank k's element i: a small integer, or an affine map (written out, not static_cast<affine>:
+// that is C++20's parenthesized aggregate initialization, which clang lacks before 16).
+template <class T>
+T element(int k, std::size_t i) {
+  if constexpr (std::is_same_v<T, affine>)
+    return affine_of(k, i);
+  else
+    return static_cast<T>(value(k, i));
+}
+
 // Every message of a call, as the counting transport saw them: which algorithm ran shows in
 // how many messages of which sizes it sent.
 template <class T, class Op, class Alg>
 std::pair<std::uint64_t, std::map<std::uint64_t, std::uint64_t>> pattern(int p, std::size_t n,
                                                                          Op op, Alg alg) {
-  auto r = run<T>(p, n, op, alg, [](int k, std::size_t i) { return static_cast<T>(value(k, i)); });
+  auto r = run<T>(p, n, op, alg, [](int k, std::size_t i) { return element<T>(k, i); });
   return {r.total.messages_sent, r.total.sent_sizes};
 }
 

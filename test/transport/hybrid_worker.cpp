@@ -74,7 +74,7 @@ int main(int argc, char** argv) {
   std::string mode = argc > 1 ? argv[1] : "";
   int rank = -1;
   try {
-    comm_t comm(gcl::hybrid_transport(gcl::hybrid_options::from_env()));
+    comm_t comm{gcl::hybrid_transport(gcl::hybrid_options::from_env())};
     rank = comm.rank();
     if (mode == "algorithms") return algorithms(comm);
     std::fprintf(stderr, "usage: %s algorithms\n", argv[0]);

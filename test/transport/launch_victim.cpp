@@ -27,7 +27,7 @@ int main(int argc, char** argv) {
   int const victim = std::atoi(argv[1]);
   int rank = -1;
   try {
-    gcl::communicator comm(gcl::tcp_transport(gcl::tcp_options::from_env()));
+    gcl::communicator comm{gcl::tcp_transport(gcl::tcp_options::from_env())};
     rank = comm.rank();
     gcl::barrier(comm, gcl::tree{});  // every rank is connected before the victim dies
     if (rank == victim) {

@@ -11,6 +11,7 @@
 #include <gcl/algorithm/tree.hpp>
 #include <gcl/collective/all_reduce.hpp>
 #include <gcl/communicator.hpp>
+#include <gcl/detail/sanitizers.hpp>
 #include <gcl/spawn.hpp>
 #include <gcl/transport/shm.hpp>
 
@@ -26,7 +27,7 @@ namespace {
 
 // Few iterations and world sizes: a warm step allocates nothing or something every time, and
 // each spawn costs its setup and a pool fill, which a loaded machine or TSan makes slow.
-#if defined(__SANITIZE_THREAD__)  // every byte copied is instrumented: keep the run short
+#if defined(GCL_DETAIL_TSAN)  // every byte copied is instrumented: keep the run short
 constexpr int warmup = 3;
 constexpr int iterations = 10;
 #else
@@ -133,12 +134,14 @@ BOOST_AUTO_TEST_CASE(recv_posted_before_the_send) {
 
 // The collectives on top: a warm all_reduce (tree or ring) allocates nothing either.
 BOOST_AUTO_TEST_CASE(all_reduce_tree_and_ring_when_warm) {
-  for (auto const& [how, o] : paths())
+  for (path const& route : paths())
     for (int p : {2, 5})
       for (std::size_t n : {static_cast<std::size_t>(p) + 1, large_bytes / 4 + 3}) {
         std::vector<std::vector<float>> data(p, std::vector<float>(n));
+        // route.options, not a structured binding: a lambda may capture those only from C++20,
+        // which clang implements from 16 on.
         auto reduce_with = [&](auto algorithm) {
-          return allocations_when_warm(p, n * sizeof(float), o, [&](auto& comm, int i) {
+          return allocations_when_warm(p, n * sizeof(float), route.options, [&](auto& comm, int i) {
             auto& v = data[comm.rank()];
             std::fill(v.begin(), v.end(), static_cast<float>(comm.rank() + i % 3));
             gcl::all_reduce(comm, v, gcl::sum{}, algorithm);
@@ -148,9 +151,9 @@ BOOST_AUTO_TEST_CASE(all_reduce_tree_and_ring_when_warm) {
           });
         };
         long tree = reduce_with(gcl::tree{}), ring = reduce_with(gcl::ring{});
-        BOOST_TEST(tree == 0, how << " tree P=" << p << " n=" << n << ": " << tree
-                                  << " allocations when warm");
-        BOOST_TEST(ring == 0, how << " ring P=" << p << " n=" << n << ": " << ring
-                                  << " allocations when warm");
+        BOOST_TEST(tree == 0, route.name << " tree P=" << p << " n=" << n << ": " << tree
+                                         << " allocations when warm");
+        BOOST_TEST(ring == 0, route.name << " ring P=" << p << " n=" << n << ": " << ring
+                                         << " allocations when warm");
       }
 }

@@ -109,7 +109,7 @@ int main(int argc, char** argv) {
   std::string mode = argc > 1 ? argv[1] : "";
   int rank = -1;
   try {
-    comm_t comm(gcl::tcp_transport(gcl::tcp_options::from_env()));
+    comm_t comm{gcl::tcp_transport(gcl::tcp_options::from_env())};
     rank = comm.rank();
     if (mode == "loop")
       return loop(comm, argc > 2 ? std::atol(argv[2]) : 1000,

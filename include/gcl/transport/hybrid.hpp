@@ -54,7 +54,7 @@ enum class transport_path { shm, tcp };
 /// A rank of a job whose ranks may be spread over hosts: shared memory to the ranks of its
 /// host, TCP to the others (`GCL_TRANSPORT` chooses otherwise).
 ///
-///     gcl::communicator comm(gcl::hybrid_transport(gcl::hybrid_options::from_env()));
+///     gcl::communicator comm{gcl::hybrid_transport(gcl::hybrid_options::from_env())};
 class hybrid_transport {
  public:
   using options = hybrid_options;

@@ -37,7 +37,7 @@ namespace gcl {
 /// blocks until every rank has joined, bounded by `timeout`), or let `gcl::spawn` run n ranks
 /// as threads of this process over one segment (tests):
 ///
-///     gcl::communicator comm(gcl::shm_transport(gcl::shm_options::from_env()));
+///     gcl::communicator comm{gcl::shm_transport(gcl::shm_options::from_env())};
 ///     gcl::spawn<gcl::shm_transport>(4, [](auto& comm) { /* ... */ });
 class shm_transport {
  public:

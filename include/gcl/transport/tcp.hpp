@@ -43,7 +43,7 @@ namespace gcl {
 /// whole job has connected, bounded by `timeout`), or let `gcl::spawn` run n ranks as threads
 /// over loopback:
 ///
-///     gcl::communicator comm(gcl::tcp_transport(gcl::tcp_options::from_env()));
+///     gcl::communicator comm{gcl::tcp_transport(gcl::tcp_options::from_env())};
 ///     gcl::spawn<gcl::tcp_transport>(4, [](auto& comm) { /* ... */ });
 class tcp_transport {
  public:

@@ -28,7 +28,7 @@ enum class transport_mode {
 /// Options of `hybrid_transport`.
 ///
 ///     auto o = gcl::hybrid_options::from_env();  // GCL_RANK, ..., GCL_TRANSPORT
-///     gcl::communicator comm(gcl::hybrid_transport(o));
+///     gcl::communicator comm{gcl::hybrid_transport(o)};
 struct hybrid_options {
   /// Rank, size, rendezvous address and port, timeout, spin, token, interface: as for
   /// `tcp_transport` (its `host_key` and `connect_same_host` are the hybrid's to set).

@@ -23,7 +23,7 @@ namespace gcl {
 /// Options of `shm_transport`.
 ///
 ///     gcl::shm_options o{.rank = 1, .size = 4, .token = "my-job-42"};
-///     gcl::communicator comm(gcl::shm_transport(o));
+///     gcl::communicator comm{gcl::shm_transport(o)};
 ///     auto o2 = gcl::shm_options::from_env();  // GCL_RANK, GCL_WORLD_SIZE, GCL_TOKEN, ...
 struct shm_options {
   int rank = 0;  ///< this process's rank, in [0, size)

@@ -30,7 +30,7 @@ enum class address_family : std::uint8_t { any, v4, v6 };
 /// Options of `tcp_transport`.
 ///
 ///     gcl::tcp_options o{.rank = 1, .size = 4, .master_addr = "10.0.0.1", .master_port = 29500};
-///     gcl::communicator comm(gcl::tcp_transport(o));
+///     gcl::communicator comm{gcl::tcp_transport(o)};
 ///     auto o2 = gcl::tcp_options::from_env();  // GCL_RANK, GCL_WORLD_SIZE, ...
 struct tcp_options {
   int rank = 0;  ///< this process's rank, in [0, size)
