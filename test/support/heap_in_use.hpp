@@ -3,6 +3,8 @@
 // peer only claims it will send: glibc's own count, which the sanitizers' allocators do not
 // keep (`malloc_is_glibc` says whether it means anything).
 
+#include <gcl/detail/sanitizers.hpp>
+
 #include <malloc.h>
 
 #include <cstddef>
@@ -14,7 +16,7 @@ inline std::size_t heap_in_use() {
   return m.uordblks + m.hblkhd;  // small blocks in the main arena + every mmap'ed block
 }
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#if defined(GCL_DETAIL_ASAN) || defined(GCL_DETAIL_TSAN)
 inline constexpr bool malloc_is_glibc = false;  // the sanitizer's allocator: mallinfo2 says nothing
 #else
 inline constexpr bool malloc_is_glibc = true;

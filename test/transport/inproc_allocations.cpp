@@ -9,6 +9,7 @@
 #include <gcl/algorithm/tree.hpp>
 #include <gcl/collective/all_reduce.hpp>
 #include <gcl/communicator.hpp>
+#include <gcl/detail/sanitizers.hpp>
 #include <gcl/spawn.hpp>
 #include <gcl/transport/inproc.hpp>
 
@@ -22,7 +23,7 @@ namespace {
 
 // Under a sanitizer every byte copied is instrumented (ASan's build is also -O0): keep the run
 // short; the default build runs the long one.
-#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+#if defined(GCL_DETAIL_TSAN) || defined(GCL_DETAIL_ASAN)
 constexpr int warmup = 5;
 constexpr int iterations = 30;
 constexpr std::size_t large = std::size_t{1} << 14;

@@ -19,7 +19,9 @@
 
 #include <atomic>
 
-#if defined(__linux__) && !defined(__SANITIZE_THREAD__)
+#include "sanitizers.hpp"
+
+#if defined(__linux__) && !defined(GCL_DETAIL_TSAN)
 #include <linux/membarrier.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -32,7 +34,7 @@ namespace gcl::detail {
 /// -Wtsan); there a sequentially consistent read-modify-write, which is a full barrier on the
 /// hardware too, stands in for it.
 inline void full_fence() noexcept {
-#if defined(__SANITIZE_THREAD__)
+#if defined(GCL_DETAIL_TSAN)
   static std::atomic<int> barrier{0};
   barrier.fetch_add(0, std::memory_order_seq_cst);
 #else
