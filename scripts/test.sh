@@ -80,7 +80,8 @@ total_failed=0
 # GCL_SANITIZE): their reports name files and lines.
 # The examples and benchmarks (not the trainer) at -O0: they run only as smoke tests here, and
 # build in 0.6 of the time (CMakeLists.txt, GCL_SMOKE_PROGRAM_FLAGS). The test programs too
-# (GCL_TEST_PROGRAM_FLAGS; not the LeNet-5 ones, which train through xtensor): 0.7 to 0.85 of
+# (GCL_TEST_PROGRAM_FLAGS; not those that run longer at -O0 than it saves, OPTIMIZED in
+# test/CMakeLists.txt, such as the LeNet-5 ones, which train through xtensor): 0.7 to 0.85 of
 # -O1's time (test/collective/reduce.cpp: 6.9 s instead of 9.5; test/transport/tcp.cpp: 15.9
 # instead of 19.7). ThreadSanitizer's build still compiles the library's code at -O1.
 default_flags=(-DGCL_SMOKE_PROGRAM_FLAGS=-O0 -DGCL_TEST_PROGRAM_FLAGS=-O0)
