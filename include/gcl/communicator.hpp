@@ -223,6 +223,35 @@ class communicator {
     });
   }
 
+  /// Sends `out` to `dst` and combines what `src` sends (`acc.size()` elements) into `acc`:
+  /// `acc[i] = op(acc[i], got[i])`, or `op(got[i], acc[i])` with `received_operand::left`.
+  /// Over a `combining_transport` the message is reduced as it arrives (from the sender's
+  /// memory, or the ring it streams through), with no scratch buffer in between; otherwise it
+  /// is received into this communicator's scratch and reduced. The same messages either way.
+  ///
+  ///     comm.sendrecv_reduce(left, std::span<float const>(mine), right, std::span(acc),
+  ///                          gcl::sum{});
+  template <class T, class Op>
+  void sendrecv_reduce(int dst, std::span<T const> out, int src, std::span<T> acc, Op const& op,
+                       received_operand side = received_operand::right, tag tg = tag{0}) {
+    if constexpr (combining_transport<Transport>) {
+      check_peer(dst, "send to");
+      check_peer(src, "recv from");
+      check_tag(tg);
+      bool combined = false;
+      annotated([&] {
+        combined = transport_->sendrecv_reduce(
+            transport_rank(dst), wire(tg), std::as_bytes(out), transport_rank(src), wire(tg),
+            std::as_writable_bytes(acc), combiner::of<T>(op, side));
+      });
+      if (combined) return;
+    }
+    auto got = scratch<T>(acc.size(), reduce_scratch_slot);
+    sendrecv(dst, out, src, got, tg);
+    combiner::of<T>(op, side)(reinterpret_cast<std::byte*>(acc.data()),
+                              reinterpret_cast<std::byte const*>(got.data()), acc.size_bytes());
+  }
+
   /// Non-blocking send. Sends are eager, so the returned request is already complete.
   template <sendable T>
   request isend(int peer, T const& data, tag tg = tag{0}) {
@@ -325,7 +354,8 @@ class communicator {
   }
 
   /// A per-communicator scratch buffer of `n` elements of `T`, grown on demand and reused, so
-  /// that algorithms allocate nothing per call once warm. `slot` picks one of a few buffers.
+  /// that algorithms allocate nothing per call once warm. `slot` picks one of a few buffers
+  /// (0 to 2; `sendrecv_reduce` uses 3).
   template <class T>
   std::span<T> scratch(std::size_t n, int slot = 0) {
     static_assert(std::is_trivially_copyable_v<T> && alignof(T) <= alignof(std::max_align_t));
@@ -417,6 +447,7 @@ class communicator {
   detail::context_lease context_;
   std::uint64_t sequence_ = 0;
   bool in_collective_ = false;
+  static constexpr int reduce_scratch_slot = 3;  // sendrecv_reduce's, over other transports
   std::vector<std::vector<std::max_align_t>> scratch_ =
       std::vector<std::vector<std::max_align_t>>(4);
   using erased_state = std::unique_ptr<void, void (*)(void*)>;

@@ -12,6 +12,7 @@
 #include <type_traits>
 
 #include "call_info.hpp"
+#include "combiner.hpp"
 #include "fork_bootstrap.hpp"
 
 namespace gcl {
@@ -53,6 +54,19 @@ template <class T>
 concept sendrecv_transport = transport<T> &&
     requires(T& t, int peer, tag tg, std::span<std::byte const> out, std::span<std::byte> in) {
   t.sendrecv(peer, tg, out, peer, tg, in);
+};
+
+/// Optional: `sendrecv`, but the message received is combined into `acc` as it arrives
+/// (`acc[i] = op(acc[i], got[i])`, or with the operands swapped, as `combiner` says), with no
+/// scratch buffer between the transport and the reduction. Returns false, having sent and
+/// received nothing, where the transport cannot combine (a peer on the other side of a hybrid,
+/// an element larger than its staging block): the caller then receives and reduces itself.
+/// Counts, orders and checks its messages exactly as `sendrecv` does. Detected, not required.
+template <class T>
+concept combining_transport = sendrecv_transport<T> &&
+    requires(T& t, int peer, tag tg, std::span<std::byte const> out, std::span<std::byte> acc,
+             combiner const& c) {
+  { t.sendrecv_reduce(peer, tg, out, peer, tg, acc, c) } -> std::same_as<bool>;
 };
 
 /// Optional: non-blocking receive returning a request with `wait()` and `test()`.

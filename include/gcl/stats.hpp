@@ -87,8 +87,8 @@ struct transport_stats {
 ///       auto s = comm.transport().stats();  // 6 messages of 250 floats, 6 rounds
 ///     });
 ///
-/// It forwards `set_call`, `sendrecv` and `irecv` when `Transport` has them, and `group` and
-/// `options` when `Transport` is a group transport (so `spawn` works over it).
+/// It forwards `set_call`, `sendrecv`, `sendrecv_reduce` and `irecv` when `Transport` has them, and
+/// `group` and `options` when `Transport` is a group transport (so `spawn` works over it).
 template <transport Transport>
 class counting;
 
@@ -163,6 +163,20 @@ class counting : public detail::counting_group_base<Transport> {
     inner_.sendrecv(dst, send_tag, out, src, recv_tag, in);
     count_sent(send_tag, out.size());
     receive_depth(src, recv_tag, in.size());
+  }
+
+  /// Counted as the `sendrecv` it is, when the wrapped transport combined it.
+  bool sendrecv_reduce(int dst, tag send_tag, std::span<std::byte const> out, int src, tag recv_tag,
+                       std::span<std::byte> acc,
+                       combiner const& c) requires combining_transport<Transport> {
+    // The depth goes after the message (on its own tag, so FIFO does not care), once it is
+    // known that the message went: a refusal sends nothing, and the caller's sendrecv counts.
+    // It is still this rank's clock before the receive, which receive_depth moves.
+    if (!inner_.sendrecv_reduce(dst, send_tag, out, src, recv_tag, acc, c)) return false;
+    send_depth(dst, send_tag);
+    count_sent(send_tag, out.size());
+    receive_depth(src, recv_tag, acc.size());
+    return true;
   }
 
   /// A pending `irecv`: the message is counted when `wait()` or a successful `test()` sees it.

@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "../support/every_collective.hpp"
+#include "../support/sendrecv_reduce_checks.hpp"
 #include "shm_fork.hpp"
 
 namespace {
@@ -47,6 +48,7 @@ using gcl_test::run_all;
 static_assert(gcl::transport<gcl::hybrid_transport>);
 static_assert(gcl::call_aware_transport<gcl::hybrid_transport>);
 static_assert(gcl::sendrecv_transport<gcl::hybrid_transport>);
+static_assert(gcl::combining_transport<gcl::hybrid_transport>);
 static_assert(gcl::group_transport<gcl::hybrid_transport>);
 static_assert(gcl::group_transport<gcl::counting<gcl::hybrid_transport>>);
 
@@ -123,6 +125,25 @@ void every_collective(std::vector<int> const& hosts, bool cma) {
 }
 
 }  // namespace
+
+// sendrecv_reduce around a ring of three ranks on one pretend host and one on another: rank 1's
+// neighbours are both on its host (shm combines as the message arrives), the others have one
+// across (the transport declines, and the communicator receives and reduces).
+BOOST_AUTO_TEST_CASE(sendrecv_reduce_over_shm_and_across) {
+  for (bool cma : {true, false}) {
+    auto o = scaled({0, 0, 0, 1}, cma);
+    o.shm_combine_bytes = 1;  // not only from 4 MiB, the default
+    auto wrong = gcl::spawn<gcl::hybrid_transport>(
+        4,
+        [](auto& comm) {
+          return gcl_test::check_sendrecv_reduce(comm, {0, 1, 1000, large});
+        },
+        o);
+    for (int r = 0; r < 4; ++r)
+      BOOST_TEST(wrong[static_cast<std::size_t>(r)].empty(),
+                 "rank " << r << " cma " << cma << ": " << wrong[static_cast<std::size_t>(r)]);
+  }
+}
 
 // Two hosts of two: shm inside each, TCP across; large messages offered (copied once).
 BOOST_AUTO_TEST_CASE(two_hosts_of_two) {

@@ -1,6 +1,8 @@
 #define BOOST_TEST_MODULE transport_shm
 #include <boost/test/unit_test.hpp>
 
+#include "../support/sendrecv_reduce_checks.hpp"
+
 // shm_transport's semantics (doc/requirements/transport.md) over ranks that are threads of this
 // process (shm_transport::group: the same rendezvous, segment and rings as processes): options
 // from the environment, FIFO per (source, tag), messages to oneself, eager sends at every size
@@ -41,6 +43,7 @@
 static_assert(gcl::transport<gcl::shm_transport>);
 static_assert(gcl::call_aware_transport<gcl::shm_transport>);
 static_assert(gcl::sendrecv_transport<gcl::shm_transport>);
+static_assert(gcl::combining_transport<gcl::shm_transport>);
 static_assert(gcl::group_transport<gcl::shm_transport>);
 static_assert(gcl::group_transport<gcl::counting<gcl::shm_transport>>);
 
@@ -250,6 +253,59 @@ BOOST_AUTO_TEST_CASE(abort_releases_a_blocked_rank) {
 }
 
 // counting<> sees the same messages, sizes and rounds over shm as over inproc.
+// sendrecv_reduce combines as the message arrives on every path a message takes: drained from
+// a 16 KiB ring in pieces that cut 12-byte elements in two (cross-memory attach off), copied
+// out of the sender's memory (on), and from a queue, where a message that arrived before its
+// receive was posted waits.
+BOOST_AUTO_TEST_CASE(sendrecv_reduce_combines_from_the_ring_the_sender_and_the_queue) {
+  std::vector<std::size_t> const counts{0, 1, 3, 1000, 30000};
+  for (bool cma : {true, false}) {
+    auto every = with(60s, cma, 16 * 1024);
+    every.combine_bytes = 1;  // not only from 4 MiB, the default
+    auto wrong = gcl::spawn<gcl::shm_transport>(
+        3, [&](auto& comm) { return gcl_test::check_sendrecv_reduce(comm, counts); }, every);
+    for (int r = 0; r < 3; ++r)
+      BOOST_TEST(wrong[static_cast<std::size_t>(r)].empty(),
+                 "rank " << r << " cma " << cma << ": " << wrong[static_cast<std::size_t>(r)]);
+    // Rank 1 sends first; rank 0 takes it off the ring into its queue while it waits for a
+    // later message of another tag, and only then posts the sendrecv_reduce it is for.
+    auto queued = gcl::spawn<gcl::shm_transport>(
+        2,
+        [&](auto& comm) -> std::string {
+          using gcl_test::triple;
+          std::size_t const n = 30000;
+          int const me = comm.rank(), peer = 1 - me;
+          std::vector<triple> out(n), acc(n), theirs(n);
+          for (std::size_t i = 0; i < n; ++i) {
+            out[i] = gcl_test::element_of<triple>(me, 0, i);
+            acc[i] = gcl_test::element_of<triple>(me, 1, i);
+          }
+          if (me == 1) {
+            comm.send(0, std::span<triple const>(out), gcl::tag{5});
+            comm.send(0, 7, gcl::tag{6});
+            comm.recv(0, theirs, gcl::tag{5});
+            for (std::size_t i = 0; i < n; ++i)
+              if (!(theirs[i] == gcl_test::element_of<triple>(0, 0, i)))
+                return "rank 0's message is wrong at element " + std::to_string(i);
+            return "";
+          }
+          (void)comm.template recv<int>(1, gcl::tag{6});
+          comm.sendrecv_reduce(peer, std::span<triple const>(out), peer, std::span<triple>(acc),
+                               gcl_test::affine_mix{}, gcl::received_operand::left, gcl::tag{5});
+          for (std::size_t i = 0; i < n; ++i)
+            if (!(acc[i] == gcl_test::affine_mix{}(gcl_test::element_of<triple>(1, 0, i),
+                                                   gcl_test::element_of<triple>(0, 1, i))))
+              return "element " + std::to_string(i) + " is wrong";
+          return "";
+        },
+        every);
+    for (int r = 0; r < 2; ++r)
+      BOOST_TEST(
+          queued[static_cast<std::size_t>(r)].empty(),
+          "queued, rank " << r << " cma " << cma << ": " << queued[static_cast<std::size_t>(r)]);
+  }
+}
+
 BOOST_AUTO_TEST_CASE(counting_counts_the_same_messages_as_on_inproc) {
   auto run = [](auto tag_type, int p, std::size_t n, auto alg) {
     using T = typename decltype(tag_type)::type;

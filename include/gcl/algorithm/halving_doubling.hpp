@@ -46,8 +46,9 @@ struct halving_doubling {
     detail::pow2_fold const f(comm.size());
     if (f.size == 1) return;
     detail::chunk_layout const blocks{data.size(), f.pow2};
-    // The largest half received is the lower half of step 0 (the first blocks are the larger).
-    auto tmp = comm.template scratch<T>(f.extra > 0 ? data.size() : blocks.offset(f.pow2 / 2), 0);
+    // Only the fold of the ranks beyond a power of two receives into scratch: the halving steps
+    // combine what they receive into `data` as it arrives (communicator::sendrecv_reduce).
+    auto tmp = comm.template scratch<T>(f.extra > 0 ? data.size() : 0, 0);
     if (!detail::fold_in(comm, f, data, tmp, op)) {
       int const v = f.survivor(comm.rank());
       auto range = [&](int lo, int hi) {
@@ -64,12 +65,10 @@ struct halving_doubling {
         hi[k] = h;
         auto keep = lower ? range(l, mid) : range(mid, h);
         auto give = lower ? range(mid, h) : range(l, mid);
-        auto got = tmp.first(keep.size());
-        comm.sendrecv(partner, std::span<T const>(give), partner, got, detail::collective_tag);
-        if (lower)
-          detail::reduce_into(keep.data(), got.data(), keep.size(), op);
-        else
-          detail::reduce_from_lower(keep.data(), got.data(), keep.size(), op);
+        // The lower rank's range stays on the left of the operator, which keeps rank order.
+        comm.sendrecv_reduce(partner, std::span<T const>(give), partner, keep, op,
+                             lower ? received_operand::right : received_operand::left,
+                             detail::collective_tag);
         if (lower)
           h = mid;
         else

@@ -65,15 +65,14 @@ struct ring {
     if (segment_bytes != 0 && segment_elements<T>() < chunks.max_size())
       return segmented_all_reduce(comm, data, op, chunks);
     int const left = detail::mod(n - 1, p), right = detail::mod(n + 1, p);
-    auto tmp = comm.template scratch<T>(chunks.max_size(), 0);
     auto chunk = [&](int c) { return data.subspan(chunks.offset(c), chunks.size(c)); };
     constexpr int first = -1;           // step 1 sends chunk (n - 1) mod p (doc/algorithms.md)
     for (int i = 1; i <= p - 1; ++i) {  // phase I: scatter-reduce
-      auto in = chunk(detail::ring_recv_chunk(n, i, p, first));
-      auto got = tmp.first(in.size());
-      comm.sendrecv(left, std::span<T const>(chunk(detail::ring_send_chunk(n, i, p, first))), right,
-                    got, detail::collective_tag);
-      detail::reduce_into(in.data(), got.data(), in.size(), op);
+      // The chunk received is combined into ours as it arrives, where the transport can
+      // (communicator::sendrecv_reduce): no scratch copy of it goes through memory.
+      comm.sendrecv_reduce(left, std::span<T const>(chunk(detail::ring_send_chunk(n, i, p, first))),
+                           right, chunk(detail::ring_recv_chunk(n, i, p, first)), op,
+                           received_operand::right, detail::collective_tag);
     }
     // Now chunk (n - 2) mod p is final here. Phase II forwards final chunks: same schedule.
     for (int i = p; i <= 2 * (p - 1); ++i)

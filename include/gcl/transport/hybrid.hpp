@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "../call_info.hpp"
+#include "../combiner.hpp"
 #include "../detail/random_token.hpp"
 #include "../error.hpp"
 #include "../fork_bootstrap.hpp"
@@ -268,6 +269,22 @@ class hybrid_transport {
     });
   }
 
+  /// shm's sendrecv_reduce when both peers are on this host; otherwise false (nothing sent),
+  /// and the caller receives and reduces itself.
+  bool sendrecv_reduce(int dst, tag send_tag, std::span<std::byte const> out, int src, tag recv_tag,
+                       std::span<std::byte> acc, combiner const& c) {
+    check_peer(dst, "send to");
+    check_peer(src, "recv from");
+    auto& s = *s_;
+    if (s.side[dst] != transport_path::shm || s.side[src] != transport_path::shm) return false;
+    bool combined = false;
+    guarded("send to", dst, [&] {
+      combined =
+          s.shm->sendrecv_reduce(s.number[dst], send_tag, out, s.number[src], recv_tag, acc, c);
+    });
+    return combined;
+  }
+
   hybrid_transport(hybrid_transport&&) noexcept = default;
   hybrid_transport& operator=(hybrid_transport&&) noexcept = default;
 
@@ -368,6 +385,7 @@ class hybrid_transport {
       so.spin = o.shm_spin;
       so.ring_bytes = o.shm_ring_bytes;
       so.offer_bytes = o.shm_offer_bytes;
+      so.combine_bytes = o.shm_combine_bytes;
       so.cross_memory_attach = o.shm_cross_memory_attach;
       if (me >= 0) so.global_ranks = group_ranks;
       return so;

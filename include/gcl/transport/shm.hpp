@@ -24,6 +24,7 @@
 #include <utility>
 
 #include "../call_info.hpp"
+#include "../combiner.hpp"
 #include "../detail/random_token.hpp"
 #include "../error.hpp"
 #include "../fork_bootstrap.hpp"
@@ -119,6 +120,16 @@ class shm_transport {
   void sendrecv(int dst, tag send_tag, std::span<std::byte const> out, int src, tag recv_tag,
                 std::span<std::byte> in) {
     impl_->sendrecv(dst, send_tag, out, src, recv_tag, in);
+  }
+
+  /// `sendrecv`, the message received combined into `acc` as it arrives
+  /// (`combining_transport`): drained from the ring, or read out of the sender's memory, a
+  /// block at a time into a staging buffer that stays in the first-level cache, each block
+  /// reduced into `acc` there. False (nothing sent) for an element larger than 4 KiB, and for
+  /// a message under `shm_options::combine_bytes`.
+  bool sendrecv_reduce(int dst, tag send_tag, std::span<std::byte const> out, int src, tag recv_tag,
+                       std::span<std::byte> acc, combiner const& c) {
+    return impl_->sendrecv_reduce(dst, send_tag, out, src, recv_tag, acc, c);
   }
 
   /// A second endpoint of this rank with rings of its own, among the ranks `b` names
