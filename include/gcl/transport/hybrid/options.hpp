@@ -40,8 +40,8 @@ struct hybrid_options {
   /// the sender's memory, where the kernel allows it (`shm_options::offer_bytes`).
   std::size_t shm_offer_bytes = 64 * 1024;
   /// The smallest message combined as it arrives between ranks of one host
-  /// (`shm_options::combine_bytes`).
-  std::size_t shm_combine_bytes = shm_options{}.combine_bytes;
+  /// (`shm_options::combine_bytes`; 0: its default for the host's ranks).
+  std::size_t shm_combine_bytes = 0;
   /// How long a wait on the shm side polls before it sleeps (`shm_options::spin`; `tcp.spin`
   /// is the TCP side's).
   std::chrono::microseconds shm_spin = shm_options{}.spin;

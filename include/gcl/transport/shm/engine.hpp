@@ -187,11 +187,11 @@ class shm_impl {
   // sendrecv, the message combined into `acc` as it is drained from the ring or copied out of
   // the sender's memory, through staging_ (so never more than one staging block is between the
   // ring and the reduction). False, having done nothing, for an element that does not fit a
-  // quarter of it, and below combine_bytes.
+  // quarter of it, and below the options' combine_threshold().
   bool sendrecv_reduce(int dst, tag send_tag, std::span<std::byte const> out, int src, tag recv_tag,
                        std::span<std::byte> acc, combiner const& c) {
     if (c.element_size == 0 || c.element_size > ring_piece_bytes / 4) return false;
-    if (acc.size() < o_.combine_bytes) return false;
+    if (acc.size() < combine_threshold_) return false;
     exchange(dst, send_tag, out, src, recv_tag, acc, &c);
     return true;
   }
@@ -985,6 +985,7 @@ class shm_impl {
   // process_vm_readv (in the second-level cache: each call pins the pages it reads, and 16 KiB
   // calls took a 64 MiB all_reduce at P = 2 from 21 ms to 30).
   static constexpr std::size_t ring_piece_bytes = 16 * 1024;
+  std::size_t combine_threshold_ = o_.combine_threshold();
   static constexpr std::size_t staging_bytes = 256 * 1024;
   struct aligned_delete {
     void operator()(std::byte* p) const noexcept { ::operator delete[](p, std::align_val_t{64}); }

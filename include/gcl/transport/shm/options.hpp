@@ -54,13 +54,8 @@ struct shm_options {
   std::size_t offer_bytes = 64 * 1024;
   /// The smallest message `sendrecv_reduce` combines as it arrives (drained from the ring, or
   /// read from the sender, a block at a time, each reduced while it is in the cache); smaller
-  /// ones are received into scratch and reduced. While the receiver combines, its sender waits
-  /// (for room in the ring, or for its offer to be read), so it pays only where the scratch's
-  /// round trip through main memory costs more. Measured on 2 cores (all_reduce, ring, back to
-  /// back, against receiving every message into scratch): at P = 2 through the rings, 1.1-1.4x
-  /// slower with 2 MiB messages, level with 8 and 32 MiB ones; at P = 8 by cross-memory attach,
-  /// 1.1-1.3x slower with 512 KiB messages, 1.15x faster with 8 MiB ones.
-  std::size_t combine_bytes = std::size_t{4} << 20;
+  /// ones are received into scratch and reduced. 0: `combine_threshold`'s default.
+  std::size_t combine_bytes = 0;
   /// Whether large messages go by cross-memory attach (true) or through the rings (false).
   /// Unset (the default): `uses_cross_memory_attach` decides from the ranks and the cores.
   /// GCL_SHM_CMA=1 or 0 sets it.
@@ -81,6 +76,20 @@ struct shm_options {
     if (cross_memory_attach) return *cross_memory_attach;
     unsigned const cpus = std::thread::hardware_concurrency();
     return cpus != 0 && static_cast<unsigned>(size) > 2 * cpus;
+  }
+
+  /// `combine_bytes`, or by default 4 MiB when the ranks are more than the host's CPUs and
+  /// none (SIZE_MAX) otherwise. While the receiver combines, its sender waits (for room in the
+  /// ring, or for its offer to be read), where a receive into scratch frees it after a copy.
+  /// Measured on 2 cores (all_reduce, back to back, against receiving every message into
+  /// scratch): at P = 2 through the rings 1.1-1.4x slower with 2 MiB messages and 1.05-1.3x with
+  /// 8 and 32 MiB ones; at P = 4 (rings) 1.1-1.3x faster with 4 and 16 MiB messages; at P = 8
+  /// (cross-memory attach) 1.1-1.3x slower with 512 KiB messages, 1.1-1.15x faster with 8 MiB.
+  std::size_t combine_threshold() const noexcept {
+    if (combine_bytes != 0) return combine_bytes;
+    unsigned const cpus = std::thread::hardware_concurrency();
+    bool const shared_cores = cpus != 0 && static_cast<unsigned>(size) > cpus;
+    return shared_cores ? std::size_t{4} << 20 : static_cast<std::size_t>(-1);
   }
 
   /// The ring size in use: `ring_bytes`, or its default for `size` ranks.
