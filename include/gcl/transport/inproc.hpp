@@ -347,7 +347,7 @@ class inproc_transport {
 
   /// `sendrecv`, the message received combined into `acc` (`combining_transport`): straight
   /// from the sender's memory (or from the cell, after a sender tired of waiting withdrew).
-  /// False, having done nothing, below `options().combine_bytes`.
+  /// False, having done nothing, below `options().combine_threshold(size())`.
   bool sendrecv_reduce(int dst, tag send_tag, std::span<std::byte const> out, int src, tag recv_tag,
                        std::span<std::byte> acc, combiner const& c) {
     if (acc.size() < world_->options().combine_threshold(size())) return false;
@@ -529,9 +529,8 @@ class inproc_transport {
   }
 
   // Copies the message in `c` (from `peer`) into `in`, which was posted by a call `mine`, and
-  // consumes it; a message of another size or call is left where it is (nothing lost) and
-  // reported, naming both sides.
-  // Copies `c`'s message into `in`, or with `combine` combines it into `in`.
+  // consumes it (with `combine`: combines it into `in`); a message of another size or call is
+  // left where it is (nothing lost) and reported, naming both sides.
   void take(cell_t& c, int peer, tag tg, std::span<std::byte> in, call_info const& mine,
             std::uint64_t mine_digest, combiner const* combine = nullptr) {
     auto land = [&](std::byte const* from) {

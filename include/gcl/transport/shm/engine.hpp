@@ -467,11 +467,11 @@ class shm_impl {
                                                 name(peer) + " sent " + std::to_string(e.size) +
                                                 " bytes for " + describe(e.call));
     }
-    if (in.empty()) {
-    } else if (combine != nullptr) {
-      (*combine)(in.data(), e.data(), in.size());
-    } else {
-      std::memcpy(in.data(), e.data(), in.size());
+    if (!in.empty()) {
+      if (combine != nullptr)
+        (*combine)(in.data(), e.data(), in.size());
+      else
+        std::memcpy(in.data(), e.data(), in.size());
     }
     auto& q = queues_[static_cast<std::size_t>(peer)];
     auto it = std::find_if(q.begin(), q.end(), [&](auto const& p) { return p.get() == &e; });
@@ -613,7 +613,7 @@ class shm_impl {
     } else if (pid == ::getpid()) {
       std::memcpy(in.destination, address, bytes);
     } else if (in.combine != nullptr) {
-      // A piece at a time into staging_, each combined while it is in the first-level cache.
+      // A piece at a time into staging_, each combined while it is in the cache.
       in.staged = 0;
       while (in.got < bytes) {
         auto const m = std::min<std::uint64_t>(bytes - in.got, staging_bytes - in.staged);
@@ -979,13 +979,13 @@ class shm_impl {
   std::function<void()> external_check_;  // set_external_check
   // What peers read with process_vm_readv at setup to learn whether they may.
   std::uint64_t probe_ = 0;
+  std::size_t combine_threshold_ = o_.combine_threshold();  // sendrecv_reduce's, from o_
   // Where sendrecv_reduce's message lands a piece at a time to be combined, aligned for any
   // element: pieces of up to 16 KiB from a ring (they stay in the first-level cache, and the
   // ring's room goes back to its sender piece by piece), of up to 256 KiB from
   // process_vm_readv (in the second-level cache: each call pins the pages it reads, and 16 KiB
   // calls took a 64 MiB all_reduce at P = 2 from 21 ms to 30).
   static constexpr std::size_t ring_piece_bytes = 16 * 1024;
-  std::size_t combine_threshold_ = o_.combine_threshold();
   static constexpr std::size_t staging_bytes = 256 * 1024;
   struct aligned_delete {
     void operator()(std::byte* p) const noexcept { ::operator delete[](p, std::align_val_t{64}); }
