@@ -38,6 +38,7 @@
 #include "../detail/call_progress.hpp"
 #include "../detail/error_text.hpp"
 #include "../detail/fence.hpp"
+#include "../detail/host_cpus.hpp"
 #include "../error.hpp"
 #include "../fork_bootstrap.hpp"
 #include "../transport_hints.hpp"
@@ -76,9 +77,7 @@ struct inproc_options {
   /// wait for the core anyway) level at 1 MiB, 2.2-2.6x faster from 4 MiB.
   std::size_t combine_threshold(int ranks) const noexcept {
     if (combine_bytes != 0) return combine_bytes;
-    static unsigned const cpus = std::thread::hardware_concurrency();
-    bool const shared_cores = cpus != 0 && ranks > static_cast<int>(cpus);
-    return shared_cores ? std::size_t{256} << 10 : std::size_t{4} << 20;
+    return detail::ranks_outnumber_cpus(ranks) ? std::size_t{256} << 10 : std::size_t{4} << 20;
   }
 };
 

@@ -990,8 +990,11 @@ class shm_impl {
   struct aligned_delete {
     void operator()(std::byte* p) const noexcept { ::operator delete[](p, std::align_val_t{64}); }
   };
+  // Allocated only where combining may happen (by default only where ranks share cores).
   std::unique_ptr<std::byte[], aligned_delete> staging_{
-      static_cast<std::byte*>(::operator new[](staging_bytes, std::align_val_t{64}))};
+      combine_threshold_ == static_cast<std::size_t>(-1)
+          ? nullptr
+          : static_cast<std::byte*>(::operator new[](staging_bytes, std::align_val_t{64}))};
 };
 
 }  // namespace gcl::detail

@@ -12,9 +12,9 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <thread>
 #include <vector>
 
+#include "../../detail/host_cpus.hpp"
 #include "../../error.hpp"
 #include "../tcp/options.hpp"
 
@@ -74,8 +74,7 @@ struct shm_options {
   /// run on, CMA was 0.9-1.8x and the rings 0.6-1.5x.
   bool uses_cross_memory_attach() const noexcept {
     if (cross_memory_attach) return *cross_memory_attach;
-    unsigned const cpus = std::thread::hardware_concurrency();
-    return cpus != 0 && static_cast<unsigned>(size) > 2 * cpus;
+    return detail::ranks_outnumber_cpus(size, 2);
   }
 
   /// `combine_bytes`, or by default 4 MiB when the ranks are more than the host's CPUs and
@@ -87,9 +86,7 @@ struct shm_options {
   /// (cross-memory attach) 1.1-1.3x slower with 512 KiB messages, 1.1-1.15x faster with 8 MiB.
   std::size_t combine_threshold() const noexcept {
     if (combine_bytes != 0) return combine_bytes;
-    unsigned const cpus = std::thread::hardware_concurrency();
-    bool const shared_cores = cpus != 0 && static_cast<unsigned>(size) > cpus;
-    return shared_cores ? std::size_t{4} << 20 : static_cast<std::size_t>(-1);
+    return detail::ranks_outnumber_cpus(size) ? std::size_t{4} << 20 : static_cast<std::size_t>(-1);
   }
 
   /// The ring size in use: `ring_bytes`, or its default for `size` ranks.
