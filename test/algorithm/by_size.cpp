@@ -98,3 +98,39 @@ BOOST_AUTO_TEST_CASE(the_default_uses_the_transports_thresholds_through_counting
     BOOST_TEST(with_default.messages_sent == with_by_size.messages_sent);
   }
 }
+
+BOOST_AUTO_TEST_CASE(ring_runs_a_block_at_a_time_the_larger_of_the_floor_and_the_share) {
+  // Blocks of max(ring_block_bytes, ring_block_total_bytes / P) bytes per rank.
+  constexpr gcl::all_reduce_thresholds blocked{.recursive_doubling_below = 64,
+                                               .ring_from = 1024,
+                                               .ring_block_bytes = 2048,
+                                               .ring_block_total_bytes = 8192};
+  std::size_t const n = 10000;  // 40000 bytes per rank: ring's range, several blocks
+  for (int p : {2, 3, 4, 8}) {
+    std::size_t const per_rank = p <= 4 ? 8192 / static_cast<std::size_t>(p) : 2048;
+    auto got = pattern<float>(p, n, gcl::sum{}, gcl::by_size{.sizes = blocked});
+    BOOST_TEST((got == pattern<float>(p, n, gcl::sum{}, gcl::ring{.block_bytes = per_rank})),
+               "P=" << p);
+    std::size_t const per_block = per_rank / sizeof(float);
+    std::size_t const blocks = (n + per_block - 1) / per_block;
+    BOOST_TEST(got.first == static_cast<std::size_t>(p) * blocks * 2 * (p - 1), "P=" << p);
+    // And exact: the blocks cover every element once.
+    auto r = run<std::int64_t>(p, n, gcl::sum{}, gcl::by_size{.sizes = blocked}, value);
+    auto e = expected_sum<std::int64_t>(p, n, value);
+    for (int k = 0; k < p; ++k) BOOST_TEST(r.data[k] == e, "P=" << p);
+  }
+  // Both 0: the whole buffer at once.
+  constexpr gcl::all_reduce_thresholds whole{.recursive_doubling_below = 64,
+                                             .ring_from = 1024,
+                                             .ring_block_bytes = 0,
+                                             .ring_block_total_bytes = 0};
+  BOOST_TEST((pattern<float>(4, n, gcl::sum{}, gcl::by_size{.sizes = whole}) ==
+              pattern<float>(4, n, gcl::sum{}, gcl::ring{})));
+  // Threads take larger blocks than processes where there are few ranks, not where many.
+  constexpr auto threads = gcl::detail::thresholds_of<gcl::counting<gcl::inproc_transport>>();
+  constexpr gcl::all_reduce_thresholds processes{};
+  static_assert(gcl::by_size::ring_of(threads, 2).block_bytes >
+                gcl::by_size::ring_of(processes, 2).block_bytes);
+  static_assert(gcl::by_size::ring_of(threads, 64).block_bytes ==
+                gcl::by_size::ring_of(processes, 64).block_bytes);
+}

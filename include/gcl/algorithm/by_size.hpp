@@ -4,7 +4,8 @@
 /// rank alone, the algorithm that is fastest for that size: recursive doubling for small
 /// messages (log2 P rounds, the fewest: latency decides), halving-doubling in between (log2 P
 /// rounds of shrinking messages), ring for large ones (every byte crosses each link once, in
-/// chunks that keep every rank busy: bandwidth decides). As Open MPI's and MPICH's fixed
+/// chunks that keep every rank busy: bandwidth decides), a cache-sized block at a time
+/// (`all_reduce_thresholds::ring_block_bytes`). As Open MPI's and MPICH's fixed
 /// decision rules do, and for the same reasons: the choice costs nothing (no message, no
 /// measurement), and every rank makes the same one because it sees the same size.
 ///
@@ -26,6 +27,7 @@
 ///
 /// A non-commutative operator never gets ring (it reorders operands); it gets halving-doubling.
 
+#include <algorithm>
 #include <concepts>
 #include <cstddef>
 #include <optional>
@@ -80,6 +82,13 @@ struct by_size {
   /// Empty: the transport's (`Transport::default_all_reduce`, else `all_reduce_thresholds{}`).
   std::optional<all_reduce_thresholds> sizes;
 
+  /// The ring it runs for `p` ranks: blocks of max(ring_block_bytes, ring_block_total_bytes /
+  /// p) bytes per rank.
+  static constexpr ring ring_of(all_reduce_thresholds const& t, int p) noexcept {
+    auto const ranks = static_cast<std::size_t>(p < 1 ? 1 : p);
+    return ring{.block_bytes = std::max(t.ring_block_bytes, t.ring_block_total_bytes / ranks)};
+  }
+
   /// The rounds of the algorithm it picks for this size (see cost_model.hpp), with `sizes` or
   /// the defaults (a schedule does not know the transport, nor whether ranks share cores), for
   /// a commutative operator.
@@ -90,7 +99,7 @@ struct by_size {
     if (bytes < t.recursive_doubling_below)
       for_each_step(recursive_doubling{}, p, count, element_size, step);
     else if (bytes >= t.ring_from)
-      for_each_step(ring{}, p, count, element_size, step);
+      for_each_step(ring_of(t, p), p, count, element_size, step);
     else
       for_each_step(halving_doubling{}, p, count, element_size, step);
   }
@@ -104,7 +113,7 @@ struct by_size {
         return tree{}.all_reduce(comm, data, op);
     if (bytes < t.recursive_doubling_below) return recursive_doubling{}.all_reduce(comm, data, op);
     if constexpr (commutative_op<Op, T>)
-      if (bytes >= t.ring_from) return ring{}.all_reduce(comm, data, op);
+      if (bytes >= t.ring_from) return ring_of(t, comm.size()).all_reduce(comm, data, op);
     halving_doubling{}.all_reduce(comm, data, op);
   }
 };

@@ -55,12 +55,39 @@ struct ring {
   /// messages are exactly those of the unsegmented ring.
   std::size_t segment_bytes = 0;
 
-  /// Scatter-reduce then all-gather, in place. Empty chunks are still sent (as empty
-  /// messages), so every rank sends exactly `2 (P - 1)` messages whatever the count.
+  /// all_reduce only: 0 all-reduces the whole buffer at once. Otherwise a buffer of more than
+  /// this many bytes is all-reduced a block at a time (`blocks` of them, as equal as whole
+  /// elements allow, none larger than this), each block a whole ring all_reduce before the
+  /// next starts. Then what a rank reduces in a block's scatter-reduce is still in its cache
+  /// when the all-gather sends it on, and a chunk received into scratch is read back from the
+  /// cache: a large message crosses main memory about once each way, where the whole buffer
+  /// at once writes and rereads every chunk there. `by_size` runs ring with the transport's
+  /// `all_reduce_thresholds::ring_block_bytes` (2 MiB unless it says otherwise). 2 (P - 1)
+  /// messages per block; each element meets the same operands as in its block's own ring.
+  std::size_t block_bytes = 0;
+
+  /// How many blocks `count` elements of `element_size` bytes are all-reduced in (1: at once).
+  constexpr std::size_t blocks(std::size_t count, std::size_t element_size) const noexcept {
+    if (block_bytes == 0 || count * element_size <= block_bytes) return 1;
+    std::size_t const per = std::max<std::size_t>(block_bytes / element_size, 1);
+    return (count + per - 1) / per;
+  }
+
+  /// Scatter-reduce then all-gather, in place (block by block, with `block_bytes`). Empty
+  /// chunks are still sent (as empty messages), so every rank sends exactly `2 (P - 1)`
+  /// messages per block whatever the count.
   template <class Comm, class T, class Op>
   void all_reduce(Comm& comm, std::span<T> data, Op const& op) const {
     int const p = comm.size(), n = comm.rank();
     if (p == 1) return;
+    if (std::size_t const k = blocks(data.size(), sizeof(T)); k > 1) {
+      ring whole = *this;
+      whole.block_bytes = 0;
+      for_each_block(data.size(), k, [&](std::size_t at, std::size_t len) {
+        whole.all_reduce(comm, data.subspan(at, len), op);
+      });
+      return;
+    }
     detail::chunk_layout const chunks{data.size(), p};
     if (segment_bytes != 0 && segment_elements<T>() < chunks.max_size())
       return segmented_all_reduce(comm, data, op, chunks);
@@ -86,6 +113,14 @@ struct ring {
   template <class F>
   void schedule(int p, std::size_t count, std::size_t element_size, F&& step) const {
     if (p <= 1) return;
+    if (std::size_t const k = blocks(count, element_size); k > 1) {
+      ring whole = *this;
+      whole.block_bytes = 0;
+      for_each_block(count, k, [&](std::size_t, std::size_t len) {
+        whole.schedule(p, len, element_size, step);
+      });
+      return;
+    }
     std::size_t const chunk_elements = detail::chunk_layout{count, p}.max_size();
     std::size_t const chunk = chunk_elements * element_size, all = static_cast<std::size_t>(p);
     std::size_t const s = std::max<std::size_t>(segment_bytes / element_size, 1);
@@ -150,6 +185,18 @@ struct ring {
   }
 
  private:
+  // Calls f(offset, length) for each of k blocks of `count` elements, in order: the first
+  // `count % k` blocks one element longer than the rest.
+  template <class F>
+  static void for_each_block(std::size_t count, std::size_t k, F&& f) {
+    std::size_t const base = count / k, longer = count % k;
+    for (std::size_t b = 0, at = 0; b < k; ++b) {
+      std::size_t const len = base + (b < longer ? 1 : 0);
+      f(at, len);
+      at += len;
+    }
+  }
+
   // The same schedule as all_reduce, each chunk cut into segments. In phase I a rank posts
   // receives for the first `window` segments (irecv, each into its own slot of scratch), sends
   // all of its segments, then waits for segment j, reposts the slot for segment j + window and
