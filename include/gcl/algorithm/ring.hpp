@@ -61,8 +61,8 @@ struct ring {
   /// next starts. Then what a rank reduces in a block's scatter-reduce is still in its cache
   /// when the all-gather sends it on, and a chunk received into scratch is read back from the
   /// cache: a large message crosses main memory about once each way, where the whole buffer
-  /// at once writes and rereads every chunk there. `by_size` runs ring with the transport's
-  /// `all_reduce_thresholds::ring_block_bytes` (2 MiB unless it says otherwise). 2 (P - 1)
+  /// at once writes and rereads every chunk there. `by_size` runs ring with blocks from the
+  /// transport's `all_reduce_thresholds` (2 MiB per rank unless it says otherwise). 2 (P - 1)
   /// messages per block; each element meets the same operands as in its block's own ring.
   std::size_t block_bytes = 0;
 
