@@ -2,6 +2,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include <gcl/algorithm/automatic.hpp>
+#include <gcl/algorithm/by_size.hpp>
 
 #include <unistd.h>
 
@@ -18,6 +19,7 @@
 #include <sstream>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <vector>
 
 #include "../support/capture_stderr.hpp"
@@ -472,4 +474,45 @@ BOOST_AUTO_TEST_CASE(picks_ring_for_large_commutative_reductions_when_links_are_
   auto c = one_core.choose(4, 1 << 22, 4, true);
   BOOST_TEST((c == choice::tree || c == choice::parameter_server));
   BOOST_TEST(gcl::automatic::choice_names[static_cast<std::size_t>(choice::direct)] == "direct");
+}
+
+BOOST_AUTO_TEST_CASE(ring_runs_a_block_at_a_time_as_the_default_runs_it) {
+  // automatic's ring is the one by_size runs on the transport, a cache-sized block at a time,
+  // not the whole buffer at once: what the race times and the winner runs. At P = 8 the
+  // threads' and the archetype's blocks are both 2 MiB per rank (`run` compares the two
+  // transports' messages), so 3 MiB is two blocks.
+  constexpr int p = 8;
+  std::size_t const n = (std::size_t{3} << 20) / sizeof(std::int64_t);
+  auto const blocked = gcl::by_size::ring_of(gcl::detail::thresholds_of<counted>(), p);
+  BOOST_TEST_REQUIRE(blocked.blocks(n, sizeof(std::int64_t)) == 2u);
+  auto const want = run<std::int64_t>(p, n, gcl::sum{}, blocked, value);
+  auto const whole = run<std::int64_t>(p, n, gcl::sum{}, gcl::ring{}, value);
+  for (int trials : {0, 2}) {  // the model's pick; a race (of ring alone), then its winner
+    gcl::automatic_of<gcl::ring> const a{.trials = trials, .min_race_seconds = 0};
+    auto out = gcl::spawn<counted>(p, [&](auto& comm) {
+      int wrong = 0, calls = 0;
+      auto call = [&] {
+        std::vector<std::int64_t> v(n);
+        for (std::size_t i = 0; i < n; ++i) v[i] = value(comm.rank(), i);
+        comm.transport().reset();
+        gcl::all_reduce(comm, v, gcl::sum{}, a);
+        wrong += v != want.data[static_cast<std::size_t>(comm.rank())];
+        ++calls;
+      };
+      do call();
+      while (calls < 10 && !a.tuned_choice(comm, n, 8, true));
+      bool const settled = a.tuned_choice(comm, n, 8, true).has_value();
+      call();  // settled: the winner alone, no trial's barrier or agreement
+      return std::tuple(wrong, settled, comm.transport().stats());
+    });
+    for (int k = 0; k < p; ++k) {
+      auto const& [wrong, settled, last] = out[static_cast<std::size_t>(k)];
+      auto const& fixed = want.per_rank[static_cast<std::size_t>(k)];
+      BOOST_TEST(wrong == 0, "trials " << trials << " rank " << k);
+      BOOST_TEST(settled, "trials " << trials << ": never settled");
+      BOOST_TEST(last.messages_sent == fixed.messages_sent, "trials " << trials << " rank " << k);
+      BOOST_TEST((last.sent_sizes == fixed.sent_sizes), "trials " << trials << " rank " << k);
+      BOOST_TEST(fixed.messages_sent != whole.per_rank[static_cast<std::size_t>(k)].messages_sent);
+    }
+  }
 }

@@ -11,7 +11,10 @@
 ///
 /// A candidate is a `gcl::algorithm` with a default constructor, an all_reduce, and a schedule
 /// (cost_model.hpp) from which the model predicts it. Candidates that need a commutative
-/// operator are left out for one that is not.
+/// operator are left out for one that is not. `ring` runs as the default all_reduce (by_size)
+/// runs it, a cache-sized block at a time (the transport's `ring_block_bytes`), so that the race
+/// times the ring users get; the model predicts the whole-buffer ring (it has no cache term, and
+/// the blocks only add a latency per block).
 ///
 /// The model's prediction is a pure function of (model, P, count, sizeof(T), whether the
 /// operator is commutative), so every rank holding the same model picks the same algorithm
@@ -58,6 +61,7 @@
 #include "../detail/automatic_race.hpp"
 #include "../log.hpp"
 #include "../op.hpp"
+#include "by_size.hpp"
 #include "direct.hpp"
 #include "halving_doubling.hpp"
 #include "parameter_server.hpp"
@@ -304,8 +308,19 @@ struct automatic_of {
     visit(c, [&]<class Alg>(std::type_identity<Alg>) {
       // A candidate that needs a commutative operator is never chosen nor tried for another.
       if constexpr (enable_commutative<Op> || !Alg::needs_commutative)
-        Alg{}.all_reduce(comm, data, op);
+        as_run_on<typename Comm::transport_type, Alg>(comm.size()).all_reduce(comm, data, op);
     });
+  }
+
+  // A candidate as it runs on `Transport` with `p` ranks: ring a cache-sized block at a time, as
+  // the default (by_size) runs it, else the textbook ring would race, and lose, where the
+  // default wins (2x at 64 MiB); every other candidate as `Alg{}`.
+  template <class Transport, class Alg>
+  static Alg as_run_on(int p) {
+    if constexpr (std::same_as<Alg, ring>)
+      return by_size::ring_of(detail::thresholds_of<Transport>(), p);
+    else
+      return Alg{};
   }
 
   // Rank 0 only, once per entry: every candidate's agreed trial times (us) and the winner.
