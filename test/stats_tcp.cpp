@@ -98,3 +98,38 @@ BOOST_AUTO_TEST_CASE(by_size_over_tcp_takes_the_tree_where_ranks_share_cores) {
     BOOST_TEST(ok);
   }
 }
+
+// From ring's sizes up, the default all_reduce runs ring a block at a time; where ranks share
+// cores (the rendezvous says so on every rank), blocks of at least P² x
+// ring_step_bytes_per_rank_if_cores_shared. Small thresholds at P = 4: 4 KiB blocks alone,
+// 8 KiB where ranks share cores, so 48 KiB is 12 blocks or 6. And TCP's own: 2 MiB at P = 4
+// either way, 8 MiB at P = 8 where ranks share cores.
+BOOST_AUTO_TEST_CASE(by_size_over_tcp_takes_larger_ring_blocks_where_ranks_share_cores) {
+  constexpr auto tcp = gcl::tcp_transport::default_all_reduce;
+  static_assert(gcl::by_size::ring_of(tcp, 4, true).block_bytes == std::size_t{2} << 20);
+  static_assert(gcl::by_size::ring_of(tcp, 4, false).block_bytes == std::size_t{2} << 20);
+  static_assert(gcl::by_size::ring_of(tcp, 8, true).block_bytes == std::size_t{8} << 20);
+  static_assert(gcl::by_size::ring_of(tcp, 8, false).block_bytes == std::size_t{2} << 20);
+  gcl::by_size const small{
+      .sizes = gcl::all_reduce_thresholds{.recursive_doubling_below = 64,
+                                          .ring_from = 1024,
+                                          .ring_block_bytes = 4096,
+                                          .ring_step_bytes_per_rank_if_cores_shared = 512}};
+  gcl::tcp_options shared;
+  shared.shares_cores = true;
+  constexpr int p = 4;
+  std::size_t const n = 48 * 1024 / 8;
+  bool ok = false;
+  auto const twelve = run(p, n, gcl::ring{.block_bytes = 4096}, ok);
+  auto const six = run(p, n, gcl::ring{.block_bytes = 8192}, ok);
+  BOOST_TEST(twelve.messages_sent == 12u * p * 2 * (p - 1));
+  BOOST_TEST(six.messages_sent == 6u * p * 2 * (p - 1));
+  auto const alone = run(p, n, small, ok);
+  BOOST_TEST(ok);
+  BOOST_TEST(alone.messages_sent == twelve.messages_sent);
+  BOOST_TEST((alone.sent_sizes == twelve.sent_sizes));
+  auto const sharing = run(p, n, small, ok, shared);
+  BOOST_TEST(ok);
+  BOOST_TEST(sharing.messages_sent == six.messages_sent);
+  BOOST_TEST((sharing.sent_sizes == six.sent_sizes));
+}

@@ -28,6 +28,11 @@ struct all_reduce_thresholds {
   /// (1 MiB of L2 each, 32 MiB of L3), doc/algorithms.md.
   std::size_t ring_block_bytes = 2 * 1024 * 1024;
   std::size_t ring_block_total_bytes = 0;  ///< see ring_block_bytes
+  /// Where ranks share cores (as for `tree_below_if_cores_shared`), each step of ring's blocks
+  /// moves at least P times this (blocks of at least P² times this). Every step then waits for
+  /// ranks to be scheduled, about P / cores of them, so a block's 2 (P - 1) steps cost about P²
+  /// switches, and its bytes must grow as fast for the blocks' cache gain to pay. 0: no floor.
+  std::size_t ring_step_bytes_per_rank_if_cores_shared = 0;
 };
 
 }  // namespace gcl

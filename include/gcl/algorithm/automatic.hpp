@@ -308,17 +308,18 @@ struct automatic_of {
     visit(c, [&]<class Alg>(std::type_identity<Alg>) {
       // A candidate that needs a commutative operator is never chosen nor tried for another.
       if constexpr (enable_commutative<Op> || !Alg::needs_commutative)
-        as_run_on<typename Comm::transport_type, Alg>(comm.size()).all_reduce(comm, data, op);
+        as_run_on<Alg>(comm).all_reduce(comm, data, op);
     });
   }
 
-  // A candidate as it runs on `Transport` with `p` ranks: ring a cache-sized block at a time, as
-  // the default (by_size) runs it, else the textbook ring would race, and lose, where the
-  // default wins (2x at 64 MiB); every other candidate as `Alg{}`.
-  template <class Transport, class Alg>
-  static Alg as_run_on(int p) {
+  // A candidate as it runs on `comm`: ring a cache-sized block at a time, as the default
+  // (by_size) runs it, else the textbook ring would race, and lose, where the default wins (2x
+  // at 64 MiB); every other candidate as `Alg{}`.
+  template <class Alg, class Comm>
+  static Alg as_run_on(Comm& comm) {
     if constexpr (std::same_as<Alg, ring>)
-      return by_size::ring_of(detail::thresholds_of<Transport>(), p);
+      return by_size::ring_of(detail::thresholds_of<typename Comm::transport_type>(), comm.size(),
+                              detail::ranks_share_cores_of(comm));
     else
       return Alg{};
   }

@@ -72,6 +72,15 @@ bool ranks_share_cores(Transport const& t) {
     return false;
 }
 
+// The same, of a communicator's transport; false for a communicator that does not show one.
+template <class Comm>
+bool ranks_share_cores_of(Comm& comm) {
+  if constexpr (requires { comm.transport(); })
+    return ranks_share_cores(comm.transport());
+  else
+    return false;
+}
+
 }  // namespace detail
 
 struct by_size {
@@ -83,10 +92,15 @@ struct by_size {
   std::optional<all_reduce_thresholds> sizes;
 
   /// The ring it runs for `p` ranks: blocks of max(ring_block_bytes, ring_block_total_bytes /
-  /// p) bytes per rank.
-  static constexpr ring ring_of(all_reduce_thresholds const& t, int p) noexcept {
+  /// p) bytes per rank, and where ranks share cores at least p² x
+  /// ring_step_bytes_per_rank_if_cores_shared.
+  static constexpr ring ring_of(all_reduce_thresholds const& t, int p,
+                                bool cores_shared = false) noexcept {
     auto const ranks = static_cast<std::size_t>(p < 1 ? 1 : p);
-    return ring{.block_bytes = std::max(t.ring_block_bytes, t.ring_block_total_bytes / ranks)};
+    std::size_t const shared_floor =
+        cores_shared ? ranks * ranks * t.ring_step_bytes_per_rank_if_cores_shared : 0;
+    return ring{.block_bytes =
+                    std::max({t.ring_block_bytes, t.ring_block_total_bytes / ranks, shared_floor})};
   }
 
   /// The rounds of the algorithm it picks for this size (see cost_model.hpp), with `sizes` or
@@ -108,12 +122,13 @@ struct by_size {
   void all_reduce(Comm& comm, std::span<T> data, Op const& op) const {
     auto const t = sizes.value_or(detail::thresholds_of<typename Comm::transport_type>());
     std::size_t const bytes = data.size_bytes();
-    if constexpr (requires { comm.transport(); })
-      if (bytes < t.tree_below_if_cores_shared && detail::ranks_share_cores(comm.transport()))
-        return tree{}.all_reduce(comm, data, op);
+    bool const cores_shared = detail::ranks_share_cores_of(comm);
+    if (bytes < t.tree_below_if_cores_shared && cores_shared)
+      return tree{}.all_reduce(comm, data, op);
     if (bytes < t.recursive_doubling_below) return recursive_doubling{}.all_reduce(comm, data, op);
     if constexpr (commutative_op<Op, T>)
-      if (bytes >= t.ring_from) return ring_of(t, comm.size()).all_reduce(comm, data, op);
+      if (bytes >= t.ring_from)
+        return ring_of(t, comm.size(), cores_shared).all_reduce(comm, data, op);
     halving_doubling{}.all_reduce(comm, data, op);
   }
 };

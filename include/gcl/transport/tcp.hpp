@@ -54,11 +54,16 @@ class tcp_transport {
   /// binomial tree takes recursive doubling's sizes: 2(P - 1) messages instead of P log2 P, and
   /// there every message waits for its sender to be scheduled (measured on 2 cores, P = 4 and
   /// 8, 4 B to 16 KiB back to back: the median call 0.66-0.70x of recursive doubling's, the mean
-  /// over a loop 1-3% lower; benchmark/analysis.md).
+  /// over a loop 1-3% lower; benchmark/analysis.md). There, too, ring's blocks grow with P²
+  /// (`ring_step_bytes_per_rank_if_cores_shared`: 2 MiB at P = 4, as where each rank has a
+  /// core, 8 MiB at P = 8): each step costs system calls and a wait for the peers to be
+  /// scheduled (on 2 cores, back to back: at P = 8, 16 and 64 MiB took 0.75-0.9x the time of
+  /// 2 MiB blocks; at P = 4, 4 and 8 MiB blocks were no faster; benchmark/analysis.md).
   static constexpr all_reduce_thresholds default_all_reduce{
       .recursive_doubling_below = 64 * 1024,
       .ring_from = 1024 * 1024,
-      .tree_below_if_cores_shared = 64 * 1024};
+      .tree_below_if_cores_shared = 64 * 1024,
+      .ring_step_bytes_per_rank_if_cores_shared = 128 * 1024};
 
   /// Forms the job with the other ranks described by `o` (rendezvous through rank 0).
   explicit tcp_transport(tcp_options const& o)
