@@ -478,9 +478,8 @@ BOOST_AUTO_TEST_CASE(picks_ring_for_large_commutative_reductions_when_links_are_
 
 BOOST_AUTO_TEST_CASE(ring_runs_a_block_at_a_time_as_the_default_runs_it) {
   // automatic's ring is the one by_size runs on the transport, a cache-sized block at a time,
-  // not the whole buffer at once: what the race times and the winner runs. At P = 8 the
-  // threads' and the archetype's blocks are both 2 MiB per rank (`run` compares the two
-  // transports' messages), so 3 MiB is two blocks.
+  // not the whole buffer at once: what the race times and the winner runs. At P = 8 threads
+  // take blocks of 2 MiB per rank, so 3 MiB is two blocks.
   constexpr int p = 8;
   std::size_t const n = (std::size_t{3} << 20) / sizeof(std::int64_t);
   auto const blocked = gcl::by_size::ring_of(gcl::detail::thresholds_of<counted>(), p);
