@@ -481,10 +481,12 @@ class inproc_transport {
     c.sequence = call_.sequence;
     c.digest = digest_;
     c.call = call_;  // a line the receiver reads only when the digests differ
-    if (offer)
-      c.offered_bytes = out.data();
-    else if (!out.empty())
-      std::memcpy(c.data(), out.data(), out.size());
+    if (offer) {
+      c.bytes = out.data();
+    } else {
+      c.bytes = c.data();
+      if (!out.empty()) std::memcpy(c.data(), out.data(), out.size());
+    }
     ch.publish(offer ? cell_t::offered : cell_t::ready);
     world_->rank(peer).wake(world_->asymmetric);
     return offer ? &c : nullptr;
@@ -516,7 +518,8 @@ class inproc_transport {
   void withdraw(cell_t& c, int peer) noexcept {
     auto expected = cell_t::offered;
     if (c.state.compare_exchange_strong(expected, cell_t::withdrawing, std::memory_order_acq_rel)) {
-      std::memcpy(c.data(), c.offered_bytes, c.size);
+      std::memcpy(c.data(), c.bytes, c.size);
+      c.bytes = c.data();  // published by `ready`'s release
       c.state.store(cell_t::ready, std::memory_order_release);
       world_->rank(peer).wake(world_->asymmetric);
       return;
@@ -557,7 +560,7 @@ class inproc_transport {
     auto st = c.state.load(std::memory_order_acquire);
     if (st == cell_t::offered &&
         c.state.compare_exchange_strong(st, cell_t::copying, std::memory_order_acq_rel)) {
-      land(c.offered_bytes);
+      land(c.bytes);
       world_->channel(peer, rank_).consume(c);
       c.state.store(cell_t::taken, std::memory_order_release);
       world_->rank(peer).wake(world_->asymmetric);
@@ -568,7 +571,7 @@ class inproc_transport {
       std::this_thread::yield();
       st = c.state.load(std::memory_order_acquire);
     }
-    land(c.data());
+    land(c.bytes);
     world_->channel(peer, rank_).consume(c);
   }
 

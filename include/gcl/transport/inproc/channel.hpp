@@ -10,9 +10,10 @@
 ///
 /// The FIFO is a linked list of cells. The sender always holds the next cell to fill, already
 /// linked from the previous one, so the receiver polls a known address: the cell's first cache
-/// line, which carries its state, what the receiver matches on, and a small message's bytes.
-/// A small message therefore costs the receiver one cache-line transfer, the least a message
-/// between two cores can cost. The receiver passes the cells it has consumed, and the sender
+/// line, which carries its state, what the receiver matches on, a small message's bytes, and
+/// where a larger one's are. A small message therefore costs the receiver one cache-line
+/// transfer, the least a message between two cores can cost, and a larger one only the lines of
+/// its bytes besides. The receiver passes the cells it has consumed, and the sender
 /// reuses those behind the receiver, with their buffers, so that a warm channel allocates
 /// nothing. The receiver may consume a cell that is not the first (a message of another tag is
 /// ahead): it marks it consumed, and passes it once it gets there.
@@ -65,9 +66,9 @@ inline std::uint64_t call_digest(call_info const& c) noexcept {
 struct alignas(64) inproc_cell {
   enum state_t : std::uint8_t {
     empty,        ///< not published yet: the receiver polls for the change
-    ready,        ///< the bytes are at `data()`
-    offered,      ///< the bytes are at `offered_bytes`, in the sender's memory
-    copying,      ///< the receiver is copying from `offered_bytes`
+    ready,        ///< the bytes are at `bytes`: `data()`, the cell's own
+    offered,      ///< the bytes are at `bytes`, in the sender's memory
+    copying,      ///< the receiver is copying from `bytes`
     withdrawing,  ///< the sender is copying its bytes into `data()`; then `ready`
     taken,        ///< the receiver has copied the offered bytes: the sender may go on
   };
@@ -82,7 +83,10 @@ struct alignas(64) inproc_cell {
   tag tg{};
   inproc_cell* next = nullptr;  // set before publishing: the cell of the next message
   std::size_t size = 0;
-  std::byte const* offered_bytes = nullptr;
+  // Where the message's bytes are, in this first line so that the receiver does not first miss
+  // on the buffer's line (the third) to learn where to read: the sender's memory for an offer,
+  // else `data()` (set by the sender, which owns that line).
+  std::byte const* bytes = nullptr;
   std::uint64_t sequence = 0;  // of the call it belongs to
   std::uint64_t digest = 0;    // call_digest of that call
   std::byte inline_bytes[inline_capacity];
