@@ -2,6 +2,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include <gcl/call_info.hpp>
+#include <gcl/transport/inproc/channel.hpp>
 
 #include <complex>
 #include <cstdint>
@@ -108,6 +109,33 @@ BOOST_AUTO_TEST_CASE(equality_compares_every_field) {
   b.algorithm[0] = 'x';
   BOOST_TEST(!(a == b));
   BOOST_TEST((gcl::call_info{} == gcl::call_info{}));
+}
+
+// inproc's receivers compare a 64-bit digest of the call, not the call: a change of any field,
+// at any byte of the names, must change it.
+BOOST_AUTO_TEST_CASE(the_digest_covers_every_field) {
+  auto const a = gcl::make_call_info<float>(gcl::call_kind::all_reduce, 10, 2, "sum", "ring");
+  auto const base = gcl::detail::call_digest(a);
+  BOOST_TEST(gcl::detail::call_digest(a) == base);
+  std::vector<gcl::call_info> changed(8, a);
+  changed[0].kind = gcl::call_kind::broadcast;
+  changed[1].type = gcl::dtype::float64;
+  changed[2].element_size = 8;
+  changed[3].root = 3;
+  changed[4].sequence = 1;
+  changed[5].count = 11;
+  changed[6].op[0] = 'x';
+  changed[7].algorithm[0] = 'x';
+  for (std::size_t i = 0; i < sizeof a.op; ++i) {
+    changed.push_back(a);
+    changed.back().op[i] ^= 1;
+  }
+  for (std::size_t i = 0; i < sizeof a.algorithm; ++i) {
+    changed.push_back(a);
+    changed.back().algorithm[i] ^= 1;
+  }
+  for (std::size_t i = 0; i < changed.size(); ++i)
+    BOOST_TEST(gcl::detail::call_digest(changed[i]) != base, "change " << i);
 }
 
 BOOST_AUTO_TEST_CASE(describe_is_readable) {

@@ -424,7 +424,8 @@ class communicator {
 
   void set_call(call_info const& info) {
     in_collective_ = info.kind != call_kind::point_to_point;
-    // A call-aware transport checks the messages that peers sent ahead for this call now.
+    // A call-aware transport checks the messages that peers sent ahead for this call (now, or
+    // at the call's first send or receive).
     if constexpr (call_aware_transport<Transport>) annotated([&] { transport_->set_call(info); });
   }
   void check_peer(int peer, std::string_view what) const {

@@ -288,6 +288,49 @@ BOOST_AUTO_TEST_CASE(mismatch_names_both_sides) {
   }
 }
 
+// A peer's message of another collective under the same number is already here when this rank
+// begins its own, which only sends (the root of a broadcast at P = 2): the call itself fails
+// with the mismatch, at its first send, rather than returning as if all were well.
+BOOST_AUTO_TEST_CASE(a_call_that_only_sends_fails_on_a_mismatched_message_already_here) {
+  auto theirs = gcl::make_call_info<float>(gcl::call_kind::reduce, 1, 0, "sum", "tree");
+  theirs.sequence = 1;
+  auto mine = gcl::make_call_info<float>(gcl::call_kind::broadcast, 1, 0, "", "tree");
+  mine.sequence = 1;
+  std::atomic<bool> thrown_by_the_call{false};
+  std::string what;
+  try {
+    gcl::spawn<inproc_transport>(2, [&](auto& comm) {
+      auto& t = comm.transport();
+      float x = 1;
+      int go = 0;
+      if (t.rank() == 1) {
+        t.set_call(theirs);
+        t.send(0, gcl::detail::collective_tag, bytes(std::span(&x, 1)));
+        t.set_call({});
+        t.send(0, gcl::tag{7}, bytes(std::span(&go, 1)));   // after it: FIFO
+        t.recv(0, gcl::tag{9}, wbytes(std::span(&go, 1)));  // ended by the mismatch's abort
+        return;
+      }
+      t.recv(1, gcl::tag{7}, wbytes(std::span(&go, 1)));  // the reduce's message is here
+      try {
+        t.set_call(mine);
+        t.send(1, gcl::detail::collective_tag, bytes(std::span(&x, 1)));
+      } catch (gcl::transport_error const&) {
+        thrown_by_the_call = true;
+        throw;
+      }
+      t.set_call({});
+    });
+  } catch (gcl::transport_error const& e) {
+    BOOST_TEST(e.code() == gcl::errc::mismatch);
+    what = e.what();
+  }
+  BOOST_TEST_MESSAGE(what);
+  BOOST_TEST(thrown_by_the_call.load());
+  BOOST_TEST(contains(what, "rank 0 called broadcast #1"));
+  BOOST_TEST(contains(what, "rank 1 called reduce #1"));
+}
+
 BOOST_AUTO_TEST_CASE(size_mismatch_names_both_sizes_either_way) {
   for (bool message_first : {true, false}) {
     BOOST_CHECK_EXCEPTION(gcl::spawn<inproc_transport>(2,
