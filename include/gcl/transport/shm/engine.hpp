@@ -279,6 +279,7 @@ class shm_impl {
     poll_fds_.reserve(static_cast<std::size_t>(o_.size));
     poll_ranks_.reserve(static_cast<std::size_t>(o_.size));
     heads_.assign(static_cast<std::size_t>(o_.size), 0);
+    tails_seen_.assign(static_cast<std::size_t>(o_.size), 0);
     ring_ = seg_->ring_bytes();
 
     auto& me = seg_->rank(o_.rank);
@@ -361,9 +362,38 @@ class shm_impl {
     h.address = offer ? reinterpret_cast<std::uintptr_t>(out.data()) : 0;
     h.call = call_;
     if (offer) pb.offer_state.store(offer_posted, std::memory_order_relaxed);
-    write(peer, tg, &h, sizeof h, true, out.size());
-    if (!offer) write(peer, tg, out.data(), out.size(), false, out.size());
+    if (offer || !write_at_once(peer, h, out)) {
+      write(peer, tg, &h, sizeof h, true, out.size());
+      if (!offer) write(peer, tg, out.data(), out.size(), false, out.size());
+    }
     return offer;
+  }
+
+  // The room in the ring to `peer`, judged from the tail as this rank last read it; read again
+  // only when that is less than `wanted`. The receiver writes the tail at every message it
+  // reads, so reading it at every message would put a cache miss before each one.
+  std::uint64_t room(int peer, std::uint64_t wanted) {
+    auto& seen = tails_seen_[static_cast<std::size_t>(peer)];
+    auto const head = heads_[static_cast<std::size_t>(peer)];
+    if (ring_ - (head - seen) < wanted)
+      seen = seg_->pair(o_.rank, peer).tail.load(std::memory_order_acquire);
+    return ring_ - (head - seen);
+  }
+
+  // A message whose header and payload both fit the ring's room now: written, then published
+  // with one store of the head, so the receiver sees all of it at once. False, having written
+  // nothing, when there is not room.
+  bool write_at_once(int peer, shm_message const& h, std::span<std::byte const> out) {
+    auto const n = sizeof h + out.size();
+    if (room(peer, n) < n) return false;
+    auto* ring = seg_->ring(o_.rank, peer);
+    auto& head = heads_[static_cast<std::size_t>(peer)];
+    ring_put(ring, ring_, head, &h, sizeof h);
+    ring_put(ring, ring_, head + sizeof h, out.data(), out.size());
+    head += n;
+    seg_->pair(o_.rank, peer).head.store(head, std::memory_order_release);
+    ring_bell(peer, false);
+    return true;
   }
 
   // Copies n bytes into the ring to `peer`, as much at a time as it has room for (`whole`: all
@@ -374,13 +404,13 @@ class shm_impl {
     auto& head = heads_[static_cast<std::size_t>(peer)];
     auto const* src = static_cast<std::byte const*>(from);
     while (n > 0) {
-      auto room = [&] { return ring_ - (head - pb.tail.load(std::memory_order_acquire)); };
-      if (room() == 0 || (whole && room() < n)) {
-        auto enough = [&] { return room() >= (whole ? n : 1); };
+      auto const wanted = whole ? n : 1;
+      if (room(peer, wanted) < wanted) {
+        auto enough = [&] { return room(peer, wanted) >= wanted; };
         wait(enough, peer, "send to", tg, message);
         continue;
       }
-      auto const m = whole ? n : std::min<std::size_t>(n, room());
+      auto const m = whole ? n : std::min<std::size_t>(n, room(peer, n));
       ring_put(ring, ring_, head, src, m);
       head += m;
       src += m;
@@ -682,12 +712,16 @@ class shm_impl {
 
   template <class Ready>
   void wait(Ready& ready, int peer, char const* what, tag tg, std::size_t bytes) {
-    if (await(ready, peer, clock::now() + o_.timeout, true)) return;
+    if (await(ready, peer, timeout_from_first_look, true)) return;
     std::string waited = std::string(what) + " rank " + name(peer) + " (" + std::to_string(bytes) +
                          " bytes, " + tag_text(tg) + ")";
     fail(errc::timeout, timeout_text("", call_, waited, format_duration(o_.timeout),
                                      describe_stall(call_, statuses()), unread_text()));
   }
+
+  // await's deadline for `timeout` after its first look: most waits end within a few looks,
+  // before it reads the clock (tens of nanoseconds, on the path of every small message).
+  static constexpr clock::time_point timeout_from_first_look{};
 
   // Drains the rings and polls `ready()` for `spin`, yielding the core between looks (ranks
   // that outnumber the cores still progress), then sleeps on this rank's futex until a peer
@@ -703,10 +737,12 @@ class shm_impl {
       if (look()) return true;
       cpu_pause();
     }
+    auto const start = clock::now();
+    if (deadline == timeout_from_first_look) deadline = start + o_.timeout;
     throw_if_aborted(peer);
     if (external_check_) external_check_();
     if (o_.spin.count() > 0) {
-      auto const give_up = std::min(deadline, clock::now() + o_.spin);
+      auto const give_up = std::min(deadline, start + o_.spin);
       for (unsigned round = 0;; ++round) {
         if (look()) return true;
         if (round % 8 == 0 && clock::now() >= give_up) break;
@@ -959,9 +995,10 @@ class shm_impl {
   std::shared_ptr<shm_segment> seg_;
   bool mapped_ = false;
   std::uint64_t ring_ = 0;
-  std::vector<unique_fd> peers_;        // peers_[r]: the socket whose hang-up says r is gone
-  std::vector<std::uint64_t> heads_;    // heads_[r]: bytes written to r's ring
-  std::vector<shm_incoming> incoming_;  // incoming_[s]: what is being read from s
+  std::vector<unique_fd> peers_;           // peers_[r]: the socket whose hang-up says r is gone
+  std::vector<std::uint64_t> heads_;       // heads_[r]: bytes written to r's ring
+  std::vector<std::uint64_t> tails_seen_;  // tails_seen_[r]: r's tail as last read (room)
+  std::vector<shm_incoming> incoming_;     // incoming_[s]: what is being read from s
   // queues_[s]: arrived from s, not yet received, oldest first. A vector whose capacity stays
   // (a deque frees and allocates blocks as it is used).
   std::vector<std::vector<std::unique_ptr<shm_entry>>> queues_;
