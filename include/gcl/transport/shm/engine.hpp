@@ -386,22 +386,15 @@ class shm_impl {
   bool write_at_once(int peer, shm_message const& h, std::span<std::byte const> out) {
     auto const n = sizeof h + out.size();
     if (room(peer, n) < n) return false;
-    auto* ring = seg_->ring(o_.rank, peer);
-    auto& head = heads_[static_cast<std::size_t>(peer)];
-    ring_put(ring, ring_, head, &h, sizeof h);
-    ring_put(ring, ring_, head + sizeof h, out.data(), out.size());
-    head += n;
-    seg_->pair(o_.rank, peer).head.store(head, std::memory_order_release);
-    ring_bell(peer, false);
+    put(peer, &h, sizeof h);
+    put(peer, out.data(), out.size());
+    publish(peer);
     return true;
   }
 
   // Copies n bytes into the ring to `peer`, as much at a time as it has room for (`whole`: all
   // at once, for a header), waiting for room in between.
   void write(int peer, tag tg, void const* from, std::size_t n, bool whole, std::size_t message) {
-    auto& pb = seg_->pair(o_.rank, peer);
-    auto* ring = seg_->ring(o_.rank, peer);
-    auto& head = heads_[static_cast<std::size_t>(peer)];
     auto const* src = static_cast<std::byte const*>(from);
     while (n > 0) {
       auto const wanted = whole ? n : 1;
@@ -411,13 +404,26 @@ class shm_impl {
         continue;
       }
       auto const m = whole ? n : std::min<std::size_t>(n, room(peer, n));
-      ring_put(ring, ring_, head, src, m);
-      head += m;
+      put(peer, src, m);
       src += m;
       n -= m;
-      pb.head.store(head, std::memory_order_release);
-      ring_bell(peer, false);
+      publish(peer);
     }
+  }
+
+  // Copies n bytes into the ring to `peer` after what this rank has written, unpublished (the
+  // caller has checked the room).
+  void put(int peer, void const* from, std::size_t n) noexcept {
+    auto& head = heads_[static_cast<std::size_t>(peer)];
+    ring_put(seg_->ring(o_.rank, peer), ring_, head, from, n);
+    head += n;
+  }
+
+  // Hands everything put() wrote to `peer` over: one release store of the head.
+  void publish(int peer) noexcept {
+    seg_->pair(o_.rank, peer)
+        .head.store(heads_[static_cast<std::size_t>(peer)], std::memory_order_release);
+    ring_bell(peer, false);
   }
 
   // Waits until `peer` has copied the offered message, then the sender's buffer is free.
