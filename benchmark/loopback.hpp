@@ -5,7 +5,9 @@
 /// opposite directions at once. The second is the ceiling of a ring: every rank sends to its
 /// successor while it receives from its predecessor, so with both directions busy the kernel
 /// copies twice the bytes on the same cores. Plain sockets, a sender and a receiver thread per
-/// connection; nothing here knows gcl.
+/// connection; nothing here knows gcl. A congestion control may be named: gcl's TCP transport
+/// uses "reno" between ranks of one host (include/gcl/transport/tcp/congestion.hpp says why),
+/// so the ceiling of its connections is measured with it too, beside the system's.
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -17,6 +19,7 @@
 #include <barrier>
 #include <cerrno>
 #include <cstring>
+#include <deque>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -30,10 +33,11 @@ inline void check(bool ok, char const* what) {
   if (!ok) throw std::runtime_error(std::string(what) + ": " + std::strerror(errno));
 }
 
-/// Both ends of one connection over 127.0.0.1: the end that connected and the end accepted.
+/// Both ends of one connection over 127.0.0.1: the end that connected and the end accepted,
+/// with congestion control `congestion` ("": the system's).
 struct connection {
   int connected = -1, accepted = -1;
-  connection() {
+  explicit connection(std::string const& congestion = {}) {
     int listener = ::socket(AF_INET, SOCK_STREAM, 0);
     check(listener >= 0, "socket");
     sockaddr_in addr{};
@@ -51,8 +55,13 @@ struct connection {
     check(accepted >= 0, "accept");
     ::close(listener);
     int one = 1;
-    for (int fd : {connected, accepted})
+    for (int fd : {connected, accepted}) {
       ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+      if (!congestion.empty())
+        check(::setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, congestion.data(),
+                           static_cast<socklen_t>(congestion.size())) == 0,
+              ("congestion control " + congestion).c_str());
+    }
   }
   connection(connection const&) = delete;
   connection& operator=(connection const&) = delete;
@@ -88,8 +97,10 @@ inline void drain(int fd, std::size_t total, std::size_t chunk) {
 /// connections send from the connecting end, odd ones from the accepting end, so that two
 /// connections are the two directions between the same two endpoints, as between two ranks:
 /// `conns` 1 is one way, 2 is duplex (GB/s per direction with both directions busy).
-inline double throughput(int conns, std::size_t total, std::size_t chunk) {
-  std::vector<connection> c(static_cast<std::size_t>(conns));
+inline double throughput(int conns, std::size_t total, std::size_t chunk,
+                         std::string const& congestion = {}) {
+  std::deque<connection> c;  // connections do not move: a deque builds them in place
+  for (int i = 0; i < conns; ++i) c.emplace_back(congestion);
   std::barrier start(2 * conns);  // every sender and receiver starts at once
   std::vector<double> seconds(c.size());
   {

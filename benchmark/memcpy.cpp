@@ -15,6 +15,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -53,6 +54,14 @@ double copy_bandwidth(std::size_t bytes, int threads, int reps) {
   return bench::median(rates);
 }
 
+// The congestion control new TCP connections get ("" where /proc does not say).
+std::string system_congestion_control() {
+  std::ifstream f("/proc/sys/net/ipv4/tcp_congestion_control");
+  std::string name;
+  std::getline(f, name);
+  return name;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -80,14 +89,14 @@ int main(int argc, char** argv) {
     if (csv)
       std::printf("test,threads,bytes,GBps_copied,GBps_traffic\n");
     else
-      std::printf("# %-22s %7s %10s %14s %16s\n", "test", "threads", "bytes", "copied (GB/s)",
+      std::printf("# %-28s %7s %10s %14s %16s\n", "test", "threads", "bytes", "copied (GB/s)",
                   "traffic (GB/s)");
     for (int t = 1; t <= threads; ++t) {
       double r = copy_bandwidth(b, t, reps);
       if (csv)
         std::printf("memcpy,%d,%zu,%.3f,%.3f\n", t, b, r, 2 * r);
       else
-        std::printf("  %-22s %7d %10s %14.2f %16.2f\n", "memcpy", t, bench::format_size(b).c_str(),
+        std::printf("  %-28s %7d %10s %14.2f %16.2f\n", "memcpy", t, bench::format_size(b).c_str(),
                     r, 2 * r);
       std::fflush(stdout);
     }
@@ -103,21 +112,28 @@ int main(int argc, char** argv) {
         int conns;
         std::size_t buffer;
       };
-      for (auto const& t :
-           {tcp_test{"tcp_loopback", "tcp loopback (1 way)", 1, 1 << 20},
-            tcp_test{"tcp_loopback_duplex", "tcp duplex (per dir.)", 2, 1 << 20},
-            tcp_test{"tcp_loopback_duplex_32m", "tcp duplex 32M bufs", 2, std::size_t{32} << 20}}) {
-        std::vector<double> rates;
-        for (int i = 0; i < 3; ++i)
-          rates.push_back(bench::loopback::throughput(t.conns, tb, t.buffer));
-        double r = bench::median(rates);
-        if (csv)
-          std::printf("%s,%d,%zu,%.3f,%.3f\n", t.name, t.conns, tb, r, t.conns * r);
-        else
-          std::printf("  %-22s %7d %10s %14.2f %16.2f\n", t.text, t.conns,
-                      bench::format_size(tb).c_str(), r, t.conns * r);
-        std::fflush(stdout);
-      }
+      // Each with the system's congestion control, then with reno, which gcl's TCP transport
+      // uses between ranks of one host (rows "..._reno"), unless the system's is reno.
+      std::vector<std::string> congestion{""};
+      if (system_congestion_control() != "reno") congestion.push_back("reno");
+      for (auto const& cc : congestion)
+        for (auto const& t : {tcp_test{"tcp_loopback", "tcp loopback (1 way)", 1, 1 << 20},
+                              tcp_test{"tcp_loopback_duplex", "tcp duplex (per dir.)", 2, 1 << 20},
+                              tcp_test{"tcp_loopback_duplex_32m", "tcp duplex 32M bufs", 2,
+                                       std::size_t{32} << 20}}) {
+          std::vector<double> rates;
+          for (int i = 0; i < 3; ++i)
+            rates.push_back(bench::loopback::throughput(t.conns, tb, t.buffer, cc));
+          double r = bench::median(rates);
+          std::string const name = std::string(t.name) + (cc.empty() ? "" : "_" + cc);
+          std::string const text = std::string(t.text) + (cc.empty() ? "" : ", " + cc);
+          if (csv)
+            std::printf("%s,%d,%zu,%.3f,%.3f\n", name.c_str(), t.conns, tb, r, t.conns * r);
+          else
+            std::printf("  %-28s %7d %10s %14.2f %16.2f\n", text.c_str(), t.conns,
+                        bench::format_size(tb).c_str(), r, t.conns * r);
+          std::fflush(stdout);
+        }
     }
   } catch (std::exception const& e) {
     std::fprintf(stderr, "error: %s\n", e.what());

@@ -3,6 +3,7 @@
 
 #include "../support/heap_in_use.hpp"
 
+#include <gcl/collective/all_reduce.hpp>
 #include <gcl/communicator.hpp>
 #include <gcl/spawn.hpp>
 #include <gcl/transport/tcp.hpp>
@@ -12,6 +13,7 @@
 #include <boost/asio.hpp>
 #include <chrono>
 #include <cstdint>
+#include <fstream>
 #include <map>
 #include <mutex>
 #include <stdexcept>
@@ -709,6 +711,52 @@ BOOST_AUTO_TEST_CASE(every_rank_learns_whether_any_rank_shares_cores) {
   auto answers = gcl::spawn<tcp_transport>(
       3, [](auto& comm) { return comm.transport().ranks_share_cores(); }, o);
   BOOST_TEST((answers == std::vector<bool>{true, true, true}));
+}
+
+// What the system chooses for new TCP connections ("" where /proc does not say).
+std::string system_congestion_control() {
+  std::ifstream f("/proc/sys/net/ipv4/tcp_congestion_control");
+  std::string name;
+  std::getline(f, name);
+  return name;
+}
+
+BOOST_AUTO_TEST_CASE(connections_within_a_host_use_the_same_host_congestion_control) {
+  // Each rank's view of its connections: "peer=algorithm" per peer, itself included ("").
+  auto views = [](gcl::tcp_options o) {
+    return gcl::spawn<tcp_transport>(
+        3,
+        [](auto& comm) {
+          std::string view;
+          for (int p = 0; p < comm.size(); ++p)
+            view += std::to_string(p) + "=" + comm.transport().congestion_control(p) + " ";
+          std::vector<int> v{comm.rank()};
+          gcl::all_reduce(comm, v);  // data still flows
+          expect(v[0] == 3, "all_reduce gave " + std::to_string(v[0]));
+          return view;
+        },
+        o);
+  };
+  BOOST_TEST(views(quick()) == (std::vector<std::string>{"0= 1=reno 2=reno ", "0=reno 1= 2=reno ",
+                                                         "0=reno 1=reno 2= "}));
+  auto o = quick();
+  o.same_host_congestion_control.clear();  // the system's choice
+  auto const sys = system_congestion_control();
+  if (!sys.empty())
+    BOOST_TEST(views(o)[1] == "0=" + sys + " 1= 2=" + sys + " ");
+  check_rank_failures();
+}
+
+BOOST_AUTO_TEST_CASE(a_congestion_control_the_kernel_refuses_is_named_before_the_rendezvous) {
+  auto o = quick(2s);
+  o.same_host_congestion_control = "nosuchcc";
+  o.size = 2;  // rank 1 never comes: the error must not wait for it
+  o.master_port = 1;
+  o.rank = 1;
+  BOOST_CHECK_EXCEPTION(tcp_transport{o}, gcl::usage_error, [](auto const& e) {
+    return contains(e.what(), "'nosuchcc'") && contains(e.what(), "no such algorithm") &&
+           contains(e.what(), "GCL_SAME_HOST_CONGESTION");
+  });
 }
 
 BOOST_AUTO_TEST_CASE(rendezvous_times_out_naming_address_and_missing_ranks) {

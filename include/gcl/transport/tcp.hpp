@@ -184,6 +184,10 @@ class tcp_transport {
   /// `tcp_options::shares_cores`), as the rendezvous told every rank: the same answer on every
   /// rank, so `gcl::by_size` may choose by it.
   bool ranks_share_cores() const noexcept { return impl_->any_shares_cores(); }
+  /// The TCP congestion control of the connection to `peer` (as the kernel names it: "reno",
+  /// "bbr", ...; "" for this rank itself, or where the system cannot say). Connections within
+  /// a host use `tcp_options::same_host_congestion_control`.
+  std::string congestion_control(int peer) const { return impl_->congestion_control(peer); }
 
   /// Which call the following messages belong to; sent in every frame header and compared by
   /// the receiver, which throws `errc::mismatch` naming both sides. When a collective begins,

@@ -47,6 +47,7 @@
 #include "../../log.hpp"
 #include "abort_state.hpp"
 #include "buffer_pool.hpp"
+#include "congestion.hpp"
 #include "connection.hpp"
 #include "options.hpp"
 #include "rendezvous.hpp"
@@ -112,24 +113,15 @@ class tcp_impl {
       });
     }
     try {
+      // A name the kernel refuses fails every rank here, before any waits for it.
+      if (!o_.same_host_congestion_control.empty())
+        check_congestion_control(o_.same_host_congestion_control);
       rendezvous_ = std::make_shared<tcp_rendezvous>(io_, acceptor_, o_, abort_);
       rendezvous_->run(prebound_fd);
+      take_connections();
     } catch (...) {
       leave_group();
       throw;
-    }
-    keys_ = rendezvous_->keys();
-    any_shares_cores_ = rendezvous_->any_shares_cores();
-    for (int r = 0; r < o_.size; ++r) {
-      peers_[r].socket = std::move(rendezvous_->peers()[r]);
-      peers_[r].where = rendezvous_->where()[r];
-      if (peers_[r].socket) {
-        peers_[r].fd = peers_[r].socket->native_handle();
-        boost::system::error_code ec;
-        if (auto ep = peers_[r].socket->remote_endpoint(ec); !ec)
-          addresses_[static_cast<std::size_t>(r)] = ep.address().to_string();
-      } else
-        peers_[r].stage = tcp_peer::rx_stage::stopped;
     }
     io_.restart();  // the rendezvous may have run it out of work
     for (int r = 0; r < o_.size; ++r)
@@ -170,6 +162,10 @@ class tcp_impl {
   std::string listen_address() const { return acceptor_.local_endpoint().address().to_string(); }
   int size() const noexcept { return o_.size; }
   tcp_options const& options() const noexcept { return o_; }
+  // The congestion control of the connection to rank r ("" for none, or where unknown).
+  std::string congestion_control(int r) const {
+    return peers_[r].fd < 0 ? std::string{} : congestion_control_of(peers_[r].fd);
+  }
   // Every rank's host key, from the rendezvous (all zero where the ranks gave none).
   std::vector<host_key> const& host_keys() const noexcept { return keys_; }
   // Whether any rank of the job shares a core (tcp_options::shares_cores), from the rendezvous:
@@ -1649,6 +1645,27 @@ class tcp_impl {
                     ": this was found after the rank's last call, so no call could report it; "
                     "ending the process");
     std::abort();
+  }
+
+  // The rendezvous's connections, one per peer, become this rank's (with the congestion
+  // control of same-host ones set, before any data: only the rendezvous's few bytes have
+  // crossed them; congestion.hpp).
+  void take_connections() {
+    keys_ = rendezvous_->keys();
+    any_shares_cores_ = rendezvous_->any_shares_cores();
+    for (int r = 0; r < o_.size; ++r) {
+      peers_[r].socket = std::move(rendezvous_->peers()[r]);
+      peers_[r].where = rendezvous_->where()[r];
+      if (peers_[r].socket) {
+        peers_[r].fd = peers_[r].socket->native_handle();
+        boost::system::error_code ec;
+        if (auto ep = peers_[r].socket->remote_endpoint(ec); !ec)
+          addresses_[static_cast<std::size_t>(r)] = ep.address().to_string();
+        if (!o_.same_host_congestion_control.empty() && same_host(*peers_[r].socket))
+          use_congestion_control(peers_[r].fd, o_.same_host_congestion_control, peers_[r].where);
+      } else
+        peers_[r].stage = tcp_peer::rx_stage::stopped;
+    }
   }
 
   void leave_group() {
