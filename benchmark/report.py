@@ -157,6 +157,10 @@ def main():
         limits = [r for r in csv.DictReader(open(limits_path)) if r["test"] != "test"]
     one_way, duplex = limit(limits, "tcp_loopback"), limit(limits, "tcp_loopback_duplex")
     duplex_32m = limit(limits, "tcp_loopback_duplex_32m")
+    # The same with reno, which gcl's connections within a host use (rows "..._reno", present
+    # where the system's congestion control is another one).
+    one_way_reno, duplex_reno = limit(limits, "tcp_loopback_reno"), limit(limits, "tcp_loopback_duplex_reno")
+    duplex_32m_reno = limit(limits, "tcp_loopback_duplex_32m_reno")
 
     md = []
     w = md.append
@@ -201,6 +205,10 @@ def main():
         w("directions), as a ring's steps do. For TCP, *threads* is the number of connections;")
         w("the first two send from and receive into a 1 MiB buffer, which stays in the caches,")
         w("`tcp_loopback_duplex_32m` from and into 32 MiB buffers, as a large message's are.")
+        if one_way_reno is not None:
+            w("Rows ending in `_reno` are the same connections with the reno congestion control,")
+            w("which gcl's TCP transport sets on connections within a host (doc/tcp.md, \"Congestion")
+            w("control within a host\"); the others have the system's, which Open MPI and Gloo keep.")
         w("")
         w("| test | threads | bytes | copied GB/s | traffic GB/s |")
         w("|---|---:|---:|---:|---:|")
@@ -234,6 +242,12 @@ def main():
                         ceil += f", duplex {duplex:.2f} GB/s per direction (both directions busy, as in a ring)"
                     if duplex_32m is not None:
                         ceil += f", duplex from and into 32 MiB buffers {duplex_32m:.2f} GB/s per direction"
+                    if one_way_reno is not None:
+                        ceil += f"; with reno, as gcl's connections: one way {one_way_reno:.2f}"
+                        if duplex_reno is not None:
+                            ceil += f", duplex {duplex_reno:.2f}"
+                        if duplex_32m_reno is not None:
+                            ceil += f", from and into 32 MiB buffers {duplex_32m_reno:.2f}"
                     w(f"Loopback TCP ceiling (machine_limits): {ceil}.")
                     w("")
                 head, sep = "| size |", "|---:|"
