@@ -39,6 +39,16 @@ for _ in $(seq 50); do
   sleep 0.1
 done
 
+# Connections to other hosts keep the system's congestion control (gcl sets reno only within a
+# host): every namespace gets one that is not reno, where the kernel has one.
+cc=$(ip netns exec "$id-r0" cat /proc/sys/net/ipv4/tcp_available_congestion_control 2>/dev/null |
+  tr ' ' '\n' | grep -vx reno | grep -m1 . || true)
+if [[ -n $cc ]]; then
+  for ((i = 0; i < ranks; ++i)); do
+    ip netns exec "$id-r$i" sysctl -qw net.ipv4.tcp_congestion_control="$cc" || cc=""
+  done
+fi
+
 out=$(mktemp -d)
 run_job() {  # run_job label master_addr args...: one rank per namespace, all must exit 0
   local label=$1 master=$2 pids=() i code=0
@@ -62,6 +72,14 @@ run_job() {  # run_job label master_addr args...: one rank per namespace, all mu
 check_all() {
   for ((i = 0; i < ranks; ++i)); do
     grep -q "all_reduce with every algorithm on $ranks ranks: OK" "$out/$i" || { echo "FAIL: rank $i ($1)"; exit 1; }
+    [[ -z $cc ]] && continue
+    local want="rank $i: congestion control:" peer
+    for ((peer = 0; peer < ranks; ++peer)); do ((peer == i)) || want+=" $peer=$cc"; done
+    grep -qxF "$want" "$out/$i" || {
+      echo "FAIL: rank $i ($1): connections to other hosts should keep the system's $cc:"
+      grep "congestion control" "$out/$i"
+      exit 1
+    }
   done
 }
 run_job "$ranks namespaces, IPv4" 10.77.0.1 algorithms || { echo FAIL; exit 1; }

@@ -100,6 +100,13 @@ int algorithms(comm_t& comm) {
     ok &= one(comm, gcl::automatic{}, n, "automatic");
   }
   if (ok) std::printf("rank %d: all_reduce with every algorithm on %d ranks: OK\n", comm.rank(), p);
+  // What each connection runs (tcp_netns.sh checks that connections to other hosts keep the
+  // system's congestion control).
+  std::string cc;
+  for (int peer = 0; peer < p; ++peer)
+    if (peer != comm.rank())
+      cc += " " + std::to_string(peer) + "=" + comm.transport().congestion_control(peer);
+  std::printf("rank %d: congestion control:%s\n", comm.rank(), cc.c_str());
   return ok ? 0 : 1;
 }
 
