@@ -4,9 +4,10 @@
 // tcp_options::same_host_congestion_control (by default "reno") replaces the system's choice
 // there. Why: BBR, the default of many cloud images and of this project's test machine, paces
 // what it sends at the bandwidth it has estimated, and on loopback that holds back the bursts
-// a collective is made of. Measured on 2 cores, all_reduce at P = 2 back to back, the system
-// default switched between runs (2026-11-25): 1 MiB took 233-505 us with bbr, 180-266 with reno
-// or cubic; 16 MiB 6.0-7.1 ms with bbr, 3.3-3.5 with reno. Connections to other hosts keep the
+// a collective is made of. Measured on 2 cores, all_reduce at P = 2 back to back, three
+// repetitions interleaved (2026-11-26, doc/tcp.md "Congestion control within a host"): 4 MiB
+// took 1.30-1.39 ms with bbr and 0.60-0.62 with reno, 16 MiB 5.9-6.1 and 3.4-3.6, 64 MiB
+// 23.3-23.6 and 14.0-14.4; up to 1 MiB the two were level. Connections to other hosts keep the
 // system's choice, which is the administrator's for that network.
 
 #include <netinet/in.h>

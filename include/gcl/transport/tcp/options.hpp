@@ -105,7 +105,7 @@ struct tcp_options {
   /// The TCP congestion control of connections whose two ends are on one host (over the
   /// kernel's loopback); empty: the system's (net.ipv4.tcp_congestion_control). "reno" by
   /// default, which any process may choose: BBR, the default of many cloud images, paces
-  /// loopback connections and took twice reno's time for a 16 MiB all_reduce here
+  /// loopback connections and took 1.6 to 2.3 times reno's for a 4 to 64 MiB all_reduce here
   /// (transport/tcp/congestion.hpp has the numbers). Connections to other hosts keep the
   /// system's. A name the kernel refuses makes the constructor throw `usage_error`, naming it.
   std::string same_host_congestion_control = "reno";
