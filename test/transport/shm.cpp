@@ -78,6 +78,28 @@ std::string error_of(F&& f) {
 
 }  // namespace
 
+// A rank that finds the job's abort being written waits for the reason, however long its writer
+// is held up (descheduled on a loaded machine), up to the deadline: it used to give up after
+// 1,000 yields, about a millisecond on an idle core, and report "another rank is failing"
+// instead of the reason. A writer that never finishes (killed half-way) costs the deadline.
+BOOST_AUTO_TEST_CASE(an_abort_being_written_is_waited_for_until_the_deadline) {
+  using clock = std::chrono::steady_clock;
+  alignas(64) std::atomic<std::uint32_t> state{1};
+  std::thread writer([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds{50});
+    state.store(2, std::memory_order_release);
+  });
+  BOOST_TEST(gcl::detail::settled_abort_state(state, clock::now() + std::chrono::minutes{1}) == 2u);
+  writer.join();
+
+  state.store(1);  // a writer that died half-way
+  auto const deadline = clock::now() + std::chrono::milliseconds{20};
+  BOOST_TEST(gcl::detail::settled_abort_state(state, deadline) == 1u);
+  BOOST_TEST((clock::now() >= deadline));
+  state.store(0);  // no abort: nothing to wait for
+  BOOST_TEST(gcl::detail::settled_abort_state(state, clock::now() + std::chrono::minutes{1}) == 0u);
+}
+
 // Unset, cross-memory attach is used only when the ranks are more than twice the CPUs (the
 // measurement is in shm/options.hpp); the ring size is 2 MiB / P within [16 KiB, 1 MiB].
 BOOST_AUTO_TEST_CASE(default_copy_path_and_ring_size) {

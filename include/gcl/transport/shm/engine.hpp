@@ -923,12 +923,12 @@ class shm_impl {
       throw_abort(code, reason, peer);
     }
     auto const& h = seg_->header();
-    auto st = h.abort_state.load(std::memory_order_acquire);
-    if (st == 0) return;
-    for (int i = 0; i < 1000 && st == 1; ++i) {
-      std::this_thread::yield();
-      st = h.abort_state.load(std::memory_order_acquire);
-    }
+    if (h.abort_state.load(std::memory_order_acquire) == 0) return;
+    // Up to a second for the reason (its writer is busy for microseconds unless descheduled or
+    // killed half-way), or the timeout if shorter.
+    auto const st = settled_abort_state(
+        h.abort_state,
+        clock::now() + std::min<clock::duration>(std::chrono::seconds{1}, o_.timeout));
     if (st == 1) throw_abort(errc::aborted, "another rank is failing", peer);
     throw_abort(static_cast<errc>(h.abort_code), h.abort_reason, peer);
   }

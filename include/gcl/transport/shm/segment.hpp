@@ -16,6 +16,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -23,6 +24,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <utility>
 
 #include "../../call_info.hpp"
@@ -86,6 +88,23 @@ struct shm_header {
   std::uint32_t abort_code = 0;
   char abort_reason[1024] = {};
 };
+
+// The job's abort state once its writer is done with it: a state of 1 (being written) is waited
+// out, yielding, until `deadline`. The writer is between its claim and its release store for a
+// snprintf, but may lose its core there for a time slice or more on a loaded machine; a reader
+// that gave up after a count of yields (as one did after 1,000, under AddressSanitizer with two
+// tests at once) reports that another rank is failing instead of the reason, which names the
+// rank that failed first. Still 1 at the deadline: the writer died half-way.
+inline std::uint32_t settled_abort_state(std::atomic<std::uint32_t> const& state,
+                                         std::chrono::steady_clock::time_point deadline) {
+  auto st = state.load(std::memory_order_acquire);
+  for (unsigned round = 0; st == 1; ++round) {
+    if (round % 64 == 0 && std::chrono::steady_clock::now() >= deadline) break;
+    std::this_thread::yield();
+    st = state.load(std::memory_order_acquire);
+  }
+  return st;
+}
 
 struct alignas(64) shm_rank_block {
   // Its bell: a peer that made a change this rank may wait for increments it and wakes the
