@@ -528,10 +528,12 @@ BOOST_AUTO_TEST_CASE(a_killed_rank_is_named_on_both_hosts) {
           BOOST_TEST((WIFSIGNALED(out.status) && WTERMSIG(out.status) == SIGKILL));
           continue;
         }
-        BOOST_TEST_INFO("rank " << r << " said: " << out.error);
-        BOOST_TEST(out.exited_with(1));
-        BOOST_TEST(out.error.find("rank " + std::to_string(victim)) != std::string::npos);
-        BOOST_TEST(out.error.find("timed out") == std::string::npos);
+        // What the rank said goes with every check, so that a failure shows it.
+        BOOST_TEST(out.exited_with(1), "rank " << r << " said: " << out.error);
+        BOOST_TEST(out.error.find("rank " + std::to_string(victim)) != std::string::npos,
+                   "rank " << r << " said: " << out.error);
+        BOOST_TEST(out.error.find("timed out") == std::string::npos,
+                   "rank " << r << " said: " << out.error);
         BOOST_TEST_MESSAGE("rank " << r << ": " << out.error.substr(0, 300));
       }
     }
