@@ -92,9 +92,9 @@ struct shm_header {
 // The job's abort state once its writer is done with it: a state of 1 (being written) is waited
 // out, yielding, until `deadline`. The writer is between its claim and its release store for a
 // snprintf, but may lose its core there for a time slice or more on a loaded machine; a reader
-// that gave up after a count of yields (as one did after 1,000, under AddressSanitizer with two
-// tests at once) reports that another rank is failing instead of the reason, which names the
-// rank that failed first. Still 1 at the deadline: the writer died half-way.
+// that gave up after a count of yields (1,000 before: about a millisecond on an idle core) would
+// report that another rank is failing instead of the reason, which names the rank that failed
+// first. Still 1 at the deadline: the writer died half-way.
 inline std::uint32_t settled_abort_state(std::atomic<std::uint32_t> const& state,
                                          std::chrono::steady_clock::time_point deadline) {
   auto st = state.load(std::memory_order_acquire);
