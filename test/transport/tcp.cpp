@@ -742,8 +742,7 @@ BOOST_AUTO_TEST_CASE(connections_within_a_host_use_the_same_host_congestion_cont
   auto o = quick();
   o.same_host_congestion_control.clear();  // the system's choice
   auto const sys = system_congestion_control();
-  if (!sys.empty())
-    BOOST_TEST(views(o)[1] == "0=" + sys + " 1= 2=" + sys + " ");
+  if (!sys.empty()) BOOST_TEST(views(o)[1] == "0=" + sys + " 1= 2=" + sys + " ");
   check_rank_failures();
 }
 

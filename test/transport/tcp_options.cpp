@@ -304,8 +304,7 @@ BOOST_AUTO_TEST_CASE(ranks_outnumbering_the_cpus_share_cores_and_poll_longer) {
 
 BOOST_AUTO_TEST_CASE(same_host_connections_use_reno_unless_told_otherwise) {
   BOOST_TEST(from({}).same_host_congestion_control == "reno");
-  BOOST_TEST(from({{"GCL_SAME_HOST_CONGESTION", "cubic"}}).same_host_congestion_control ==
-             "cubic");
+  BOOST_TEST(from({{"GCL_SAME_HOST_CONGESTION", "cubic"}}).same_host_congestion_control == "cubic");
   // "system": the system's choice, which the transport leaves alone.
   BOOST_TEST(from({{"GCL_SAME_HOST_CONGESTION", "system"}}).same_host_congestion_control.empty());
 }

@@ -911,6 +911,12 @@ class shm_impl {
     for (int r = 0; r < o_.size; ++r) ring_bell(r, true);
   }
 
+  // How long a rank waits for another's failure to be written into the segment: a writer is
+  // busy for microseconds unless descheduled or killed half-way.
+  clock::time_point reason_deadline() const {
+    return clock::now() + std::min<clock::duration>(std::chrono::seconds{1}, o_.timeout);
+  }
+
   void throw_if_aborted(int peer) const {
     if (group_ && group_->aborted.load(std::memory_order_acquire)) {
       std::string reason;
@@ -924,11 +930,7 @@ class shm_impl {
     }
     auto const& h = seg_->header();
     if (h.abort_state.load(std::memory_order_acquire) == 0) return;
-    // Up to a second for the reason (its writer is busy for microseconds unless descheduled or
-    // killed half-way), or the timeout if shorter.
-    auto const st = settled_abort_state(
-        h.abort_state,
-        clock::now() + std::min<clock::duration>(std::chrono::seconds{1}, o_.timeout));
+    auto const st = settled_abort_state(h.abort_state, reason_deadline());
     if (st == 1) throw_abort(errc::aborted, "another rank is failing", peer);
     throw_abort(static_cast<errc>(h.abort_code), h.abort_reason, peer);
   }
@@ -939,14 +941,12 @@ class shm_impl {
     // second (or the timeout), so that this rank names the rank that failed first, as the
     // others do: seen under AddressSanitizer, one survivor in about a hundred killed-rank runs
     // said only that its sender had withdrawn.
-    auto const deadline =
-        clock::now() + std::min<clock::duration>(std::chrono::seconds{1}, o_.timeout);
-    for (unsigned round = 0; seg_->header().abort_state.load(std::memory_order_acquire) == 0 &&
-                             !(group_ && group_->aborted.load(std::memory_order_acquire));
-         ++round) {
-      if (round % 64 == 0 && clock::now() >= deadline) break;
-      std::this_thread::yield();
-    }
+    yield_until(
+        [&] {
+          return seg_->header().abort_state.load(std::memory_order_acquire) != 0 ||
+                 (group_ && group_->aborted.load(std::memory_order_acquire));
+        },
+        reason_deadline());
     throw_if_aborted(peer);
     throw transport_error(errc::aborted, prefix_ + what + " rank " + name(peer) + " in " +
                                              describe(call_) +

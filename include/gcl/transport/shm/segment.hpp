@@ -89,6 +89,16 @@ struct shm_header {
   char abort_reason[1024] = {};
 };
 
+// Yields until `done()` or `deadline` (the clock read every 64 looks); whether `done()`.
+template <class Done>
+bool yield_until(Done done, std::chrono::steady_clock::time_point deadline) {
+  for (unsigned round = 0; !done(); ++round) {
+    if (round % 64 == 0 && std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::yield();
+  }
+  return true;
+}
+
 // The job's abort state once its writer is done with it: a state of 1 (being written) is waited
 // out, yielding, until `deadline`. The writer is between its claim and its release store for a
 // snprintf, but may lose its core there for a time slice or more on a loaded machine; a reader
@@ -97,13 +107,8 @@ struct shm_header {
 // first. Still 1 at the deadline: the writer died half-way.
 inline std::uint32_t settled_abort_state(std::atomic<std::uint32_t> const& state,
                                          std::chrono::steady_clock::time_point deadline) {
-  auto st = state.load(std::memory_order_acquire);
-  for (unsigned round = 0; st == 1; ++round) {
-    if (round % 64 == 0 && std::chrono::steady_clock::now() >= deadline) break;
-    std::this_thread::yield();
-    st = state.load(std::memory_order_acquire);
-  }
-  return st;
+  yield_until([&] { return state.load(std::memory_order_acquire) != 1; }, deadline);
+  return state.load(std::memory_order_acquire);
 }
 
 struct alignas(64) shm_rank_block {

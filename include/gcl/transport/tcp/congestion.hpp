@@ -77,11 +77,11 @@ inline void use_congestion_control(int fd, std::string const& name, std::string 
                     : err == ENOENT ? "this kernel has no such algorithm"
                                     : std::strerror(err);
   auto const available = available_congestion_controls();
-  throw usage_error("gcl: tcp_options::same_host_congestion_control (GCL_SAME_HOST_CONGESTION) '" +
-                    name + "'" + of + ": " + why +
-                    (available.empty() ? "" : "; this kernel has: " + available) +
-                    "; \"reno\" is always allowed, and an empty name (GCL_SAME_HOST_CONGESTION=system) "
-                    "keeps the system's choice");
+  throw usage_error(
+      "gcl: tcp_options::same_host_congestion_control (GCL_SAME_HOST_CONGESTION) '" + name + "'" +
+      of + ": " + why + (available.empty() ? "" : "; this kernel has: " + available) +
+      "; \"reno\" is always allowed, and an empty name (GCL_SAME_HOST_CONGESTION=system) "
+      "keeps the system's choice");
 #else
   (void)fd, (void)name, (void)where;
 #endif
