@@ -9,7 +9,10 @@
 namespace gcl {
 
 /// Where the default all_reduce algorithm (`gcl::by_size`) switches, in bytes per rank: a
-/// transport's `static constexpr all_reduce_thresholds default_all_reduce`.
+/// transport's `static constexpr all_reduce_thresholds default_all_reduce`, or, for a transport
+/// that learns at its rendezvous which it is (hybrid_transport: shared memory only, or TCP
+/// too), a member `all_reduce_thresholds all_reduce_sizes() const` that answers the same on
+/// every rank.
 struct all_reduce_thresholds {
   std::size_t recursive_doubling_below = 16 * 1024;  ///< below: recursive doubling
   std::size_t ring_from = 256 * 1024;  ///< from here: ring (halving-doubling in between)

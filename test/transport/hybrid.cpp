@@ -15,6 +15,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <gcl/algorithm/by_size.hpp>
+#include <gcl/algorithm/halving_doubling.hpp>
+#include <gcl/algorithm/recursive_doubling.hpp>
 #include <gcl/algorithm/ring.hpp>
 #include <gcl/algorithm/tree.hpp>
 #include <gcl/collective/all_reduce.hpp>
@@ -31,6 +34,7 @@
 #include <map>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -222,6 +226,71 @@ BOOST_AUTO_TEST_CASE(counting_counts_as_on_inproc) {
   };
   check(gcl::ring{}, "ring");
   check(gcl::tree{}, "tree");
+}
+
+// The default all_reduce takes shm's sizes when every peer is reached through shared memory,
+// TCP's when a link crosses hosts: at 32 KiB, halving-doubling on one host (shm's thresholds),
+// recursive doubling across two (TCP's). Counted, against each algorithm named outright.
+BOOST_AUTO_TEST_CASE(the_default_all_reduce_follows_the_paths) {
+  static_assert(gcl::shm_transport::default_all_reduce.recursive_doubling_below <= 32 * 1024 &&
+                32 * 1024 < gcl::shm_transport::default_all_reduce.ring_from);
+  static_assert(32 * 1024 < gcl::tcp_transport::default_all_reduce.recursive_doubling_below);
+  auto stats = [](std::vector<int> hosts, auto alg) {
+    auto out = gcl::spawn<gcl::counting<gcl::hybrid_transport>>(
+        4,
+        [&](auto& comm) {
+          std::vector<float> v(8 * 1024, static_cast<float>(comm.rank() + 1));
+          gcl::all_reduce(comm, v, gcl::sum{}, alg);
+          auto const& t = comm.transport().inner();
+          auto const sizes = t.all_reduce_sizes();
+          return std::tuple(v == std::vector<float>(v.size(), 10.0f), comm.transport().stats(),
+                            t.all_shm(), sizes.recursive_doubling_below, sizes.ring_from);
+        },
+        scaled(std::move(hosts)));
+    return out;
+  };
+  auto sent = [](auto const& out) {
+    std::vector<std::uint64_t> s;
+    for (auto const& r : out) s.push_back(std::get<1>(r).messages_sent);
+    return s;
+  };
+  auto one_host = stats({0, 0, 0, 0}, gcl::by_size{});
+  auto two_hosts = stats({0, 0, 1, 1}, gcl::by_size{});
+  for (int r = 0; r < 4; ++r) {
+    auto const& [ok1, s1, all1, rd1, ring1] = one_host[static_cast<std::size_t>(r)];
+    auto const& [ok2, s2, all2, rd2, ring2] = two_hosts[static_cast<std::size_t>(r)];
+    BOOST_TEST_INFO("rank " << r);
+    BOOST_TEST((ok1 && ok2));
+    BOOST_TEST(all1);
+    BOOST_TEST(!all2);
+    BOOST_TEST(rd1 == gcl::shm_transport::default_all_reduce.recursive_doubling_below);
+    BOOST_TEST(ring1 == gcl::shm_transport::default_all_reduce.ring_from);
+    BOOST_TEST(rd2 == gcl::tcp_transport::default_all_reduce.recursive_doubling_below);
+    BOOST_TEST(ring2 == gcl::tcp_transport::default_all_reduce.ring_from);
+  }
+  BOOST_TEST(sent(one_host) == sent(stats({0, 0, 0, 0}, gcl::halving_doubling{})),
+             boost::test_tools::per_element());
+  BOOST_TEST(sent(two_hosts) == sent(stats({0, 0, 1, 1}, gcl::recursive_doubling{})),
+             boost::test_tools::per_element());
+  BOOST_TEST((sent(one_host) != sent(two_hosts)));  // the two algorithms do differ here
+}
+
+// Whether ranks share cores (by_size asks): across hosts, what the TCP rendezvous gathered from
+// every rank's tcp_options::shares_cores; on one host, whether the ranks outnumber its CPUs.
+BOOST_AUTO_TEST_CASE(whether_ranks_share_cores) {
+  auto answers = [](std::vector<int> hosts, bool shares) {
+    auto o = scaled(std::move(hosts));
+    o.tcp.shares_cores = shares;
+    return gcl::spawn<gcl::hybrid_transport>(
+        4, [](auto& comm) { return comm.transport().ranks_share_cores(); }, o);
+  };
+  bool const outnumbered = gcl::detail::ranks_outnumber_cpus(4);
+  for (bool shares : {false, true}) {
+    BOOST_TEST(answers({0, 0, 1, 1}, shares) == std::vector<bool>(4, shares),
+               boost::test_tools::per_element());
+    BOOST_TEST(answers({0, 0, 0, 0}, shares) == std::vector<bool>(4, outnumbered),
+               boost::test_tools::per_element());
+  }
 }
 
 // Every rank on one host under auto: pure shm, no TCP side left after the rendezvous.

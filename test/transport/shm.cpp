@@ -14,6 +14,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <gcl/algorithm/by_size.hpp>
 #include <gcl/algorithm/direct.hpp>
 #include <gcl/algorithm/halving_doubling.hpp>
 #include <gcl/algorithm/parameter_server.hpp>
@@ -38,6 +39,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 static_assert(gcl::transport<gcl::shm_transport>);
@@ -370,6 +372,48 @@ BOOST_AUTO_TEST_CASE(counting_counts_the_same_messages_as_on_inproc) {
       both(p, n, gcl::recursive_doubling{}, "recursive_doubling");
       both(p, n, gcl::halving_doubling{}, "halving_doubling");
     }
+}
+
+// by_size's choices for ranks that share cores (tree_below_if_cores_shared) apply over shm
+// exactly when the job's ranks outnumber the host's CPUs: counted against the tree's messages.
+BOOST_AUTO_TEST_CASE(by_size_sees_whether_ranks_share_cores) {
+  unsigned const cpus = std::thread::hardware_concurrency();
+  gcl::by_size const tree_when_shared{
+      .sizes = gcl::all_reduce_thresholds{.tree_below_if_cores_shared = 1 << 20}};
+  auto sent = [](int p, auto alg) {
+    gcl::shm_options o;
+    o.timeout = 60s;
+    auto out = gcl::spawn<gcl::counting<gcl::shm_transport>>(
+        p,
+        [&](auto& comm) {
+          std::vector<std::int64_t> v(100, comm.rank() + 1);
+          gcl::all_reduce(comm, v, gcl::sum{}, alg);
+          auto const& st = comm.transport().stats();
+          return std::tuple(v == std::vector<std::int64_t>(v.size(), p * (p + 1) / 2),
+                            std::pair(st.messages_sent, st.rounds),
+                            comm.transport().inner().ranks_share_cores());
+        },
+        o);
+    return out;
+  };
+  std::vector<int> sizes{2};
+  if (cpus != 0 && cpus + 1 <= 8) sizes.push_back(static_cast<int>(cpus) + 1);
+  for (int p : sizes) {
+    bool const shared = cpus != 0 && static_cast<unsigned>(p) > cpus;
+    auto const chosen = sent(p, tree_when_shared);
+    auto const tree = sent(p, gcl::tree{});
+    auto const rd = sent(p, gcl::recursive_doubling{});
+    bool differ = false;  // the check below tells the two algorithms apart
+    for (int r = 0; r < p; ++r) {
+      auto const i = static_cast<std::size_t>(r);
+      differ = differ || std::get<1>(tree[i]) != std::get<1>(rd[i]);
+      BOOST_TEST_INFO("P=" << p << " on " << cpus << " CPUs, rank " << r);
+      BOOST_TEST(std::get<0>(chosen[i]));
+      BOOST_TEST(std::get<2>(chosen[i]) == shared);
+      BOOST_TEST((std::get<1>(chosen[i]) == std::get<1>(shared ? tree[i] : rd[i])));
+    }
+    BOOST_TEST(differ, "P=" << p);
+  }
 }
 
 // Two jobs at once, each with its own token: each sums its own ranks only.

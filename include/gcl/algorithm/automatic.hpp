@@ -318,7 +318,7 @@ struct automatic_of {
   template <class Alg, class Comm>
   static Alg as_run_on(Comm& comm) {
     if constexpr (std::same_as<Alg, ring>)
-      return by_size::ring_of(detail::thresholds_of<typename Comm::transport_type>(), comm.size(),
+      return by_size::ring_of(detail::thresholds_of_comm(comm), comm.size(),
                               detail::ranks_share_cores_of(comm));
     else
       return Alg{};

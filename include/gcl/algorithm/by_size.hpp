@@ -12,7 +12,8 @@
 /// Where the sizes switch depends on the transport: messages between threads cost a fraction
 /// of a microsecond, between processes over TCP tens of microseconds, so TCP keeps the
 /// few-rounds algorithms to larger sizes. A transport says where by a static member
-/// `default_all_reduce` (transport_hints.hpp); the values were measured back to back on a 2-core
+/// `default_all_reduce`, or a member `all_reduce_sizes()` where its rendezvous decides
+/// (transport_hints.hpp); the values were measured back to back on a 2-core
 /// machine (see doc/benchmarks.md), and a user who measures other crossovers passes their own:
 ///
 ///     gcl::all_reduce(comm, v);  // by_size, with the transport's sizes
@@ -23,7 +24,7 @@
 /// Where ranks share cores, fewer messages beat fewer rounds: a message then waits for its
 /// sender to be scheduled. A transport that knows the job's ranks share cores (a member
 /// `ranks_share_cores()` that answers the same on every rank, as `tcp_transport`'s does from
-/// its rendezvous) gets the binomial tree below its `tree_below_if_cores_shared`, and ring
+/// its rendezvous, and `shm_transport`'s from the host's CPUs) gets the binomial tree below its `tree_below_if_cores_shared`, and ring
 /// blocks of at least P² x `ring_step_bytes_per_rank_if_cores_shared` (fewer rounds).
 ///
 /// A non-commutative operator never gets ring (it reorders operands); it gets halving-doubling.
@@ -59,6 +60,30 @@ constexpr all_reduce_thresholds thresholds_of() {
     return {};
 }
 
+// The thresholds of a transport object: its member `all_reduce_sizes()` where it has one (a
+// transport whose rendezvous decides them: hybrid_transport), through decorators (`inner()`),
+// else its type's.
+template <class Transport>
+all_reduce_thresholds thresholds_of(Transport const& t) {
+  if constexpr (requires {
+                  { t.all_reduce_sizes() } -> std::convertible_to<all_reduce_thresholds>;
+                })
+    return t.all_reduce_sizes();
+  else if constexpr (requires { t.inner(); })
+    return thresholds_of(t.inner());
+  else
+    return thresholds_of<Transport>();
+}
+
+// The same, of a communicator's transport.
+template <class Comm>
+all_reduce_thresholds thresholds_of_comm(Comm& comm) {
+  if constexpr (requires { comm.transport(); })
+    return thresholds_of(comm.transport());
+  else
+    return thresholds_of<typename Comm::transport_type>();
+}
+
 // Whether the transport (or the one a decorator such as `counting` wraps, `inner()`) says that
 // ranks of the job share cores; false if it cannot tell.
 template <class Transport>
@@ -89,7 +114,8 @@ struct by_size {
   /// Ring, the one algorithm here that reorders operands, is only picked for commutative ones.
   static constexpr bool needs_commutative = false;
 
-  /// Empty: the transport's (`Transport::default_all_reduce`, else `all_reduce_thresholds{}`).
+  /// Empty: the transport's (its `all_reduce_sizes()`, else `Transport::default_all_reduce`,
+  /// else `all_reduce_thresholds{}`).
   std::optional<all_reduce_thresholds> sizes;
 
   /// The ring it runs for `p` ranks: blocks of max(ring_block_bytes, ring_block_total_bytes /
@@ -121,7 +147,7 @@ struct by_size {
 
   template <class Comm, class T, class Op>
   void all_reduce(Comm& comm, std::span<T> data, Op const& op) const {
-    auto const t = sizes.value_or(detail::thresholds_of<typename Comm::transport_type>());
+    auto const t = sizes.value_or(detail::thresholds_of_comm(comm));
     std::size_t const bytes = data.size_bytes();
     bool const cores_shared = detail::ranks_share_cores_of(comm);
     if (bytes < t.tree_below_if_cores_shared && cores_shared)

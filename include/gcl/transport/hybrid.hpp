@@ -37,13 +37,16 @@
 
 #include "../call_info.hpp"
 #include "../combiner.hpp"
+#include "../detail/host_cpus.hpp"
 #include "../detail/random_token.hpp"
 #include "../error.hpp"
 #include "../fork_bootstrap.hpp"
 #include "../transport_hints.hpp"
 #include "hybrid/host_key.hpp"
 #include "hybrid/options.hpp"
+#include "shm.hpp"
 #include "shm/engine.hpp"
+#include "tcp.hpp"
 #include "tcp/asio.hpp"
 #include "tcp/engine.hpp"
 
@@ -59,9 +62,9 @@ enum class transport_path { shm, tcp };
 class hybrid_transport {
  public:
   using options = hybrid_options;
-  /// Between hosts, messages cost what they cost over TCP: its thresholds.
-  static constexpr all_reduce_thresholds default_all_reduce{.recursive_doubling_below = 64 * 1024,
-                                                            .ring_from = 1024 * 1024};
+  /// Between hosts, messages cost what they cost over TCP: its thresholds. A job that turns out
+  /// to be on one host runs as shared memory and takes shm's instead (`all_reduce_sizes`).
+  static constexpr all_reduce_thresholds default_all_reduce = tcp_transport::default_all_reduce;
 
   /// Joins the job described by `o` (TCP rendezvous through rank 0, then the shm rendezvous of
   /// this rank's host group; each bounded by the timeout).
@@ -212,6 +215,25 @@ class hybrid_transport {
   std::vector<int> const& host_group() const noexcept { return s_->group_ranks; }
   /// Whether this rank holds a TCP side (it has a peer on another host, or GCL_TRANSPORT=tcp).
   bool has_tcp() const noexcept { return s_->tcp != nullptr; }
+  /// Whether every peer is reached through shared memory (every rank on this host, and not
+  /// GCL_TRANSPORT=tcp): the same answer on every rank.
+  bool all_shm() const noexcept {
+    return std::ranges::all_of(s_->side, [](transport_path p) { return p == transport_path::shm; });
+  }
+
+  /// Where the default all_reduce (`gcl::by_size`) switches algorithm: shm's thresholds when
+  /// every peer is reached through shared memory, else TCP's (a ring or a recursive doubling
+  /// with a link over TCP runs at that link's speed). The same on every rank.
+  all_reduce_thresholds all_reduce_sizes() const noexcept {
+    return all_shm() ? shm_transport::default_all_reduce : tcp_transport::default_all_reduce;
+  }
+  /// Whether ranks of the job share cores, as by_size asks: every rank's answer, exchanged at
+  /// the TCP rendezvous (`tcp_transport::ranks_share_cores`); for a job on one host, whether its
+  /// ranks outnumber the host's CPUs (`shm_transport::ranks_share_cores`).
+  bool ranks_share_cores() const noexcept {
+    if (s_->tcp) return s_->tcp->any_shares_cores();
+    return detail::ranks_outnumber_cpus(s_->size);
+  }
 
   /// Which call the following messages belong to: told to both sides, so that a disagreement
   /// is found on the first message whichever path it takes.

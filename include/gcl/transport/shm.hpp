@@ -25,6 +25,7 @@
 
 #include "../call_info.hpp"
 #include "../combiner.hpp"
+#include "../detail/host_cpus.hpp"
 #include "../detail/random_token.hpp"
 #include "../error.hpp"
 #include "../fork_bootstrap.hpp"
@@ -44,7 +45,13 @@ class shm_transport {
  public:
   using options = shm_options;
   /// Between processes of one host messages cost about what they cost between threads: the
-  /// thresholds of inproc (not measured for shm yet).
+  /// thresholds of inproc. Measured on 2 cores (4 KiB - 1 MiB, back to back, five jobs per
+  /// algorithm, interleaved): at P = 2 recursive doubling, halving-doubling and ring took within
+  /// 5% of each other everywhere; at P = 4 and 8 the best switches lie between 4 and 64 KiB and
+  /// between 256 KiB and 1 MiB, but the two sizes of ranks prefer opposite sides at 16 KiB
+  /// (P = 4: recursive doubling 0.7x halving-doubling's time; P = 8: 1.1x) and at 256 KiB
+  /// (P = 4: ring 1.37x halving-doubling's; P = 8: 0.77x), so these stand
+  /// (benchmark/analysis.md).
   static constexpr all_reduce_thresholds default_all_reduce{.recursive_doubling_below = 16 * 1024,
                                                             .ring_from = 256 * 1024};
 
@@ -98,6 +105,9 @@ class shm_transport {
   int size() const noexcept { return impl_->size(); }
   /// The options this rank was formed with.
   shm_options const& config() const noexcept { return impl_->options(); }
+  /// Whether the job's ranks outnumber this host's CPUs, so that they take turns on the cores
+  /// (`gcl::by_size` asks; the same answer on every rank).
+  bool ranks_share_cores() const noexcept { return detail::ranks_outnumber_cpus(size()); }
   /// Whether large messages from `peer` are copied once, straight from its memory
   /// (process_vm_readv allowed), rather than streamed through the ring.
   bool copies_once_from(int peer) const noexcept { return impl_->copies_once_from(peer); }
