@@ -122,7 +122,8 @@ struct inproc_rank {
 class inproc_world {
  public:
   inproc_world(int size, inproc_options options)
-      : size_(size),
+      : paused_looks(ranks_outnumber_cpus(size) ? 1 : 16),
+        size_(size),
         options_(options),
         ranks_(std::make_unique<inproc_rank[]>(static_cast<std::size_t>(size))),
         channels_(static_cast<std::size_t>(size) * static_cast<std::size_t>(size)) {
@@ -143,6 +144,10 @@ class inproc_world {
   std::atomic<bool> any_ended{false};
   // Whether wake-ups use asymmetric fences (detail/fence.hpp).
   bool const asymmetric = asymmetric_fences_available();
+  // How many looks a wait takes, a pause apart, before it reads the clock and starts to yield:
+  // 16 where each rank has a core (the message is often a cache miss away), 1 where ranks
+  // outnumber the cores (the sender is then often waiting for this very core).
+  int const paused_looks;
 
   bool aborted() const noexcept { return aborted_.load(std::memory_order_acquire); }
   std::string abort_reason() {
@@ -641,8 +646,8 @@ class inproc_transport {
   bool await(std::chrono::nanoseconds limit, Ready& ready, int peer) {
     using clock = std::chrono::steady_clock;
     // A few rounds on the spot, without reading the clock: the message is often a cache miss
-    // away.
-    for (int round = 0; round < 16; ++round) {
+    // away (one look only where ranks outnumber the cores: inproc_world::paused_looks).
+    for (int round = 0; round < world_->paused_looks; ++round) {
       if (ready()) return true;
       detail::cpu_relax();
     }
