@@ -24,8 +24,9 @@
 /// Where ranks share cores, fewer messages beat fewer rounds: a message then waits for its
 /// sender to be scheduled. A transport that knows the job's ranks share cores (a member
 /// `ranks_share_cores()` that answers the same on every rank, as `tcp_transport`'s does from
-/// its rendezvous, and `shm_transport`'s from the host's CPUs) gets the binomial tree below its `tree_below_if_cores_shared`, and ring
-/// blocks of at least P² x `ring_step_bytes_per_rank_if_cores_shared` (fewer rounds).
+/// its rendezvous, and `shm_transport`'s from the host's CPUs) gets the binomial tree below its
+/// `tree_below_if_cores_shared`, and ring blocks of at least P² x
+/// `ring_step_bytes_per_rank_if_cores_shared` (fewer rounds).
 ///
 /// A non-commutative operator never gets ring (it reorders operands); it gets halving-doubling.
 
