@@ -412,7 +412,8 @@ BOOST_AUTO_TEST_CASE(by_size_sees_whether_ranks_share_cores) {
       BOOST_TEST(std::get<2>(chosen[i]) == shared);
       BOOST_TEST((std::get<1>(chosen[i]) == std::get<1>(shared ? tree[i] : rd[i])));
     }
-    BOOST_TEST(differ, "P=" << p);
+    // At P = 2 the two may send alike (on a one-CPU host P = 2 is the shared case).
+    if (p > 2) BOOST_TEST(differ, "P=" << p);
   }
 }
 
