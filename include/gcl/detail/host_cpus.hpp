@@ -1,7 +1,7 @@
 #pragma once
 // Whether the ranks on one host outnumber its CPUs: the question behind the transports'
 // defaults that depend on ranks sharing cores (shm's cross-memory attach, the sizes from which
-// inproc and shm combine a message as it arrives).
+// inproc and shm combine a message as it arrives, how long their waits look before yielding).
 
 #include <thread>
 
@@ -12,6 +12,19 @@ namespace gcl::detail {
 inline bool ranks_outnumber_cpus(int ranks, unsigned per_cpu = 1) noexcept {
   static unsigned const cpus = std::thread::hardware_concurrency();
   return cpus != 0 && ranks > 0 && static_cast<unsigned>(ranks) > per_cpu * cpus;
+}
+
+// How many times a blocked call of inproc or shm looks for what it waits for, a pause apart,
+// before it reads the clock and starts to yield the core: 16 where each rank has a core (the
+// message is often a cache miss away), 1 where the ranks outnumber the CPUs. There the sender
+// is often a rank waiting for this very core, and the looks (on shm, each drains every ring to
+// the rank) cost about 0.3 us per process switch, of which a call makes about 15: measured at
+// P = 8 on 2 cores, shm, all_reduce of 4 B to 1 KiB back to back, ten jobs each, the mean call
+// took 15.9-18.6 us against 21.0-24.1; in a second run, six jobs each interleaved with Open
+// MPI's vader, 16.4-19.7 against 20.2-24.2 (vader 16.3-29.7); threads at P = 8 15-21 against
+// 18-24 (benchmark/analysis.md).
+inline int looks_before_yielding(int ranks) noexcept {
+  return ranks_outnumber_cpus(ranks) ? 1 : 16;
 }
 
 }  // namespace gcl::detail

@@ -122,7 +122,7 @@ struct inproc_rank {
 class inproc_world {
  public:
   inproc_world(int size, inproc_options options)
-      : paused_looks(ranks_outnumber_cpus(size) ? 1 : 16),
+      : paused_looks(looks_before_yielding(size)),
         size_(size),
         options_(options),
         ranks_(std::make_unique<inproc_rank[]>(static_cast<std::size_t>(size))),
@@ -144,9 +144,7 @@ class inproc_world {
   std::atomic<bool> any_ended{false};
   // Whether wake-ups use asymmetric fences (detail/fence.hpp).
   bool const asymmetric = asymmetric_fences_available();
-  // How many looks a wait takes, a pause apart, before it reads the clock and starts to yield:
-  // 16 where each rank has a core (the message is often a cache miss away), 1 where ranks
-  // outnumber the cores (the sender is then often waiting for this very core).
+  // How many looks a wait takes, a pause apart, before it starts to yield (host_cpus.hpp).
   int const paused_looks;
 
   bool aborted() const noexcept { return aborted_.load(std::memory_order_acquire); }

@@ -1038,14 +1038,8 @@ class shm_impl {
   // What peers read with process_vm_readv at setup to learn whether they may.
   std::uint64_t probe_ = 0;
   std::size_t combine_threshold_ = o_.combine_threshold();  // sendrecv_reduce's, from o_
-  // How many looks a wait takes, a pause apart, before it reads the clock and starts to yield:
-  // 16 where each rank has a core (the message is often a cache miss away), 1 where the ranks
-  // outnumber the cores. There the sender is often a rank waiting for this very core, and 16
-  // looks over every ring to this rank cost about 0.3 us per process switch (15 a call):
-  // measured at P = 8 on 2 cores, all_reduce of 4 B to 1 KiB back to back, ten jobs each, the
-  // mean call took 15.9-18.6 us against 21.0-24.1; in a second run, six jobs each interleaved
-  // with Open MPI's vader, 16.4-19.7 against 20.2-24.2 (vader 16.3-29.7).
-  int const paused_looks_ = ranks_outnumber_cpus(o_.size) ? 1 : 16;
+  // How many looks a wait takes, a pause apart, before it starts to yield (host_cpus.hpp).
+  int const paused_looks_ = looks_before_yielding(o_.size);
   // Where sendrecv_reduce's message lands a piece at a time to be combined, aligned for any
   // element: pieces of up to 16 KiB from a ring (they stay in the first-level cache, and the
   // ring's room goes back to its sender piece by piece), of up to 256 KiB from
