@@ -425,8 +425,14 @@ BOOST_AUTO_TEST_CASE(sendrecv_of_large_frames_lands_in_the_receive_buffers_on_ti
 
 BOOST_AUTO_TEST_CASE(sendrecv_of_large_frames_of_different_sizes_fails_on_both_ranks) {
   // Rank 0 sends and expects 16 MiB, rank 1 32 MiB: each rank's send is still under way when
-  // the other's header shows the mismatch. Both fail naming it (neither waits for good for a
-  // send the peer will never read), and neither crashes on the abandoned frame.
+  // the other's header shows the mismatch. Both fail (neither waits for good for a send the peer
+  // will never read), neither crashes on the abandoned frame, and the mismatch is named.
+  //
+  // Not always by both: a rank that finds it stops reading that connection (the payload may be
+  // huge), so its peer's frame, and the abort frame queued behind it, may never get through;
+  // after its answer window the finder closes, and a peer that had not seen the header yet
+  // (its receive was not posted when the frame came: parked) fails naming the lost connection
+  // to that rank instead. Seen about once in 20 runs, quiet or loaded.
   auto errors = run_each(2, quick(), [](auto& comm) {
     std::size_t const n = (std::size_t{16} << 20) / 4 * static_cast<std::size_t>(comm.rank() + 1);
     auto const mine = pattern(n, 1);
@@ -437,7 +443,10 @@ BOOST_AUTO_TEST_CASE(sendrecv_of_large_frames_of_different_sizes_fails_on_both_r
   });
   for (int r = 0; r < 2; ++r) {
     BOOST_TEST_INFO(errors[r]);
-    BOOST_TEST((contains(errors[r], "mismatch|") || contains(errors[r], "aborted|")));
+    std::string const peer = "rank " + std::to_string(1 - r);
+    BOOST_TEST((contains(errors[r], "mismatch|") || contains(errors[r], "aborted|") ||
+                (contains(errors[r], "other|") && (contains(errors[r], "lost " + peer) ||
+                                                    contains(errors[r], "send to " + peer)))));
   }
   BOOST_TEST((contains(errors[0] + errors[1], "expected 16777216 bytes") ||
               contains(errors[0] + errors[1], "expected 33554432 bytes")));
