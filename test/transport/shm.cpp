@@ -22,7 +22,9 @@
 #include <gcl/algorithm/ring.hpp>
 #include <gcl/algorithm/tree.hpp>
 #include <gcl/collective/all_reduce.hpp>
+#include <gcl/collective/barrier.hpp>
 #include <gcl/collective/broadcast.hpp>
+#include <gcl/collective/reduce.hpp>
 #include <gcl/log.hpp>
 #include <gcl/spawn.hpp>
 #include <gcl/stats.hpp>
@@ -259,6 +261,70 @@ BOOST_AUTO_TEST_CASE(mismatches_name_both_sides) {
     BOOST_TEST(w.find("all_reduce #1") != std::string::npos, w);
   }
   BOOST_TEST(seen != nullptr);
+}
+
+// After a loop of the same collective, a call that differs in its operator or count is caught
+// at its first message and described as each side made it, sequence number included; the
+// operator where only the receiver of a one-way message can tell (reduce to the root at P = 2).
+BOOST_AUTO_TEST_CASE(mismatches_after_a_loop_of_the_same_call_name_both_calls) {
+  for (auto differs : {"op", "count"}) {
+    std::string const what = error_of([&] {
+      gcl::spawn<gcl::shm_transport>(
+          2,
+          [&](auto& comm) {
+            std::vector<float> v(8, 1.0f);
+            bool const odd = comm.rank() == 1;
+            if (std::string_view(differs) == "op") {
+              // Messages go one way only (rank 1 to the root): rank 0 alone can tell, from the
+              // header of rank 1's message.
+              for (int i = 0; i < 5; ++i) gcl::reduce(comm, std::span(v), 0, gcl::sum{});
+              if (odd)
+                gcl::reduce(comm, std::span(v), 0, gcl::max{});
+              else
+                gcl::reduce(comm, std::span(v), 0, gcl::sum{});
+            } else {
+              for (int i = 0; i < 5; ++i) gcl::all_reduce(comm, std::span(v), gcl::sum{});
+              std::vector<float> w(odd ? 9 : 8, 1.0f);
+              gcl::all_reduce(comm, std::span(w), gcl::sum{});
+            }
+          },
+          with(30s));
+    });
+    if (std::string_view(differs) == "op") {
+      BOOST_TEST(what.find("reduce #6") != std::string::npos, what);
+      BOOST_TEST(what.find("max, 8 x float32, root 0") != std::string::npos, what);
+      BOOST_TEST(what.find("sum, 8 x float32") != std::string::npos, what);
+    } else {
+      BOOST_TEST(what.find("all_reduce #6") != std::string::npos, what);
+      BOOST_TEST(what.find("sum, 9 x float32") != std::string::npos, what);
+      BOOST_TEST(what.find("sum, 8 x float32") != std::string::npos, what);
+    }
+  }
+}
+
+// In a ring of 4 KiB, messages of every size from 0 to 300 bytes (headers and payloads at every
+// offset), and some larger than the ring, wrap it many times, both ways at once, and arrive
+// whole and in order, within one call and across calls.
+BOOST_AUTO_TEST_CASE(messages_of_every_size_wrap_a_small_ring) {
+  auto wrong = gcl::spawn<gcl::shm_transport>(
+      2,
+      [](auto& comm) {
+        int const peer = 1 - comm.rank();
+        std::string first;
+        for (int k = 0; k < 1200; ++k) {
+          std::size_t const n = k % 97 == 0 ? 5000 + static_cast<std::size_t>(k) : k % 301;
+          std::vector<std::byte> in(n);
+          comm.sendrecv(peer, pattern(comm.rank(), peer, 1, k, n), peer, in, gcl::tag{1});
+          if (first.empty() && in != pattern(peer, comm.rank(), 1, k, n))
+            first = "message " + std::to_string(k) + " of " + std::to_string(n) + " bytes";
+          if (k % 100 == 0) gcl::barrier(comm);  // messages of a collective between them
+        }
+        return first;
+      },
+      with(60s, false, 4096));
+  for (int r = 0; r < 2; ++r)
+    BOOST_TEST(wrong[static_cast<std::size_t>(r)].empty(),
+               "rank " << r << ": " << wrong[static_cast<std::size_t>(r)]);
 }
 
 // spawn aborts the group when a rank throws: a rank blocked in recv (60 s timeout) is released.
