@@ -483,6 +483,40 @@ BOOST_AUTO_TEST_CASE(by_size_sees_whether_ranks_share_cores) {
   }
 }
 
+// Where each rank has a core, the default all_reduce runs ring in blocks of 1 MiB per rank
+// over shm (a chunk then fits its ring whole), else of 2 MiB; and reduces messages from 256 KiB
+// as they arrive, else from 4 MiB (shm_transport::all_reduce_sizes, shm_options). Counted: 3 MiB
+// at P = 2 is three blocks of two messages per rank, or two.
+BOOST_AUTO_TEST_CASE(ring_blocks_fit_the_rings_where_ranks_have_cores) {
+  unsigned const cpus = std::thread::hardware_concurrency();
+  for (int p : {2, 3, 4, 8}) {
+    bool const shared = cpus != 0 && static_cast<unsigned>(p) > cpus;
+    BOOST_TEST_INFO("P=" << p << " on " << cpus << " CPUs");
+    BOOST_TEST(gcl::shm_transport::all_reduce_sizes_for(p).ring_block_bytes ==
+               (shared ? std::size_t{2} << 20 : std::size_t{1} << 20));
+    gcl::shm_options o;
+    o.size = p;
+    BOOST_TEST(o.combine_threshold() == (shared ? std::size_t{4} << 20 : std::size_t{256} << 10));
+  }
+  gcl::shm_options o;
+  o.timeout = 60s;
+  auto out = gcl::spawn<gcl::counting<gcl::shm_transport>>(
+      2,
+      [&](auto& comm) {
+        std::vector<float> v((std::size_t{3} << 20) / sizeof(float),
+                             static_cast<float>(comm.rank() + 1));
+        gcl::all_reduce(comm, v, gcl::sum{});
+        return std::pair(v == std::vector<float>(v.size(), 3.0f),
+                         comm.transport().stats().messages_sent);
+      },
+      o);
+  bool const shared = cpus != 0 && cpus < 2;
+  for (auto const& [ok, sent] : out) {
+    BOOST_TEST(ok);
+    BOOST_TEST(sent == (shared ? 4u : 6u));
+  }
+}
+
 // Two jobs at once, each with its own token: each sums its own ranks only.
 BOOST_AUTO_TEST_CASE(two_jobs_at_once_do_not_meet) {
   std::vector<std::int64_t> sums(2);

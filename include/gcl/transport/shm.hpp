@@ -51,9 +51,28 @@ class shm_transport {
   /// between 256 KiB and 1 MiB, but the two sizes of ranks prefer opposite sides at 16 KiB
   /// (P = 4: recursive doubling 0.7x halving-doubling's time; P = 8: 1.1x) and at 256 KiB
   /// (P = 4: ring 1.37x halving-doubling's; P = 8: 0.77x), so these stand
-  /// (benchmark/analysis.md).
+  /// (benchmark/analysis.md). Where each rank has a core, `all_reduce_sizes` halves the ring's
+  /// blocks.
   static constexpr all_reduce_thresholds default_all_reduce{.recursive_doubling_below = 16 * 1024,
                                                             .ring_from = 256 * 1024};
+
+  /// The thresholds `gcl::by_size` uses for a job of `ranks` ranks on this host: the default's,
+  /// with ring blocks of 1 MiB instead of 2 where the ranks do not outnumber the CPUs. Each
+  /// chunk of a block (1 MiB / P) then fits its ring (2 MiB / P) whole, header included, so a
+  /// sender writes it at once and goes on while its receiver reduces it straight out of the
+  /// ring (`shm_options::combine_threshold`); a 1 MiB chunk in a 1 MiB ring made the sender
+  /// wait, on every message, for the receiver to drain it. Measured at P = 2 on 2 cores
+  /// (all_reduce, back to back, four jobs interleaved, fastest job): 0.84-0.92x the time from
+  /// 1 to 64 MiB (16 MiB 2.11 against 2.64 ms), 0.96x at 2 MiB; either change alone was slower
+  /// at 2 to 8 MiB. Where ranks share cores every step of a block waits for ranks to be
+  /// scheduled, and 2 MiB blocks stay (benchmark/analysis.md).
+  static all_reduce_thresholds all_reduce_sizes_for(int ranks) noexcept {
+    auto t = default_all_reduce;
+    if (!detail::ranks_outnumber_cpus(ranks)) t.ring_block_bytes = std::size_t{1} << 20;
+    return t;
+  }
+  /// `all_reduce_sizes_for(size())`: by_size asks the transport object (the same on every rank).
+  all_reduce_thresholds all_reduce_sizes() const noexcept { return all_reduce_sizes_for(size()); }
 
   /// Joins the job described by `o` (rendezvous through rank 0).
   explicit shm_transport(shm_options const& o)
