@@ -57,18 +57,22 @@ class shm_transport {
                                                             .ring_from = 256 * 1024};
 
   /// The thresholds `gcl::by_size` uses for a job of `ranks` ranks on this host: the default's,
-  /// with ring blocks of 1 MiB instead of 2 where the ranks do not outnumber the CPUs. Each
-  /// chunk of a block (1 MiB / P) then fits its ring (2 MiB / P) whole, header included, so a
-  /// sender writes it at once and goes on while its receiver reduces it straight out of the
-  /// ring (`shm_options::combine_threshold`); a 1 MiB chunk in a 1 MiB ring made the sender
-  /// wait, on every message, for the receiver to drain it. Measured at P = 2 on 2 cores
-  /// (all_reduce, back to back, four jobs interleaved, fastest job): 0.84-0.92x the time from
-  /// 1 to 64 MiB (16 MiB 2.11 against 2.64 ms), 0.96x at 2 MiB; either change alone was slower
-  /// at 2 to 8 MiB. Where ranks share cores every step of a block waits for ranks to be
-  /// scheduled, and 2 MiB blocks stay (benchmark/analysis.md).
+  /// with ring blocks of 1 MiB instead of 2 where large messages go through the rings (the
+  /// ranks are at most twice the CPUs: `shm_options::uses_cross_memory_attach`). Each chunk of
+  /// a block (1 MiB / P) then fits its ring (2 MiB / P) whole, header included, so a sender
+  /// writes it at once and goes on while its receiver reduces it straight out of the ring
+  /// (`shm_options::combine_threshold`); a chunk as large as its ring made the sender wait, on
+  /// every message, for the receiver to drain it, and where ranks share cores that wait is a
+  /// switch. Measured on 2 cores (all_reduce, back to back, jobs interleaved, medians): at P =
+  /// 2, five jobs, 0.86-0.92x the time at 1, 4, 16, 32 and 64 MiB (16 MiB 2.30 against 2.67
+  /// ms), 0.95-0.99x at 2 and 8 MiB, either change alone slower at 2 to 8 MiB; at P = 4, eight
+  /// jobs, 0.63-0.79x from 1 to 64 MiB (16 MiB 8.5 against 12.0 ms). Where the ranks are more
+  /// than twice the CPUs, large messages are copied once from the sender's memory, every step
+  /// of a block waits for ranks to be scheduled, and 2 MiB blocks stay: 1 MiB ones were no
+  /// faster at P = 8 (benchmark/analysis.md).
   static all_reduce_thresholds all_reduce_sizes_for(int ranks) noexcept {
     auto t = default_all_reduce;
-    if (!detail::ranks_outnumber_cpus(ranks)) t.ring_block_bytes = std::size_t{1} << 20;
+    if (!detail::ranks_outnumber_cpus(ranks, 2)) t.ring_block_bytes = std::size_t{1} << 20;
     return t;
   }
   /// `all_reduce_sizes_for(size())`: by_size asks the transport object (the same on every rank).

@@ -1050,7 +1050,7 @@ class shm_impl {
   struct aligned_delete {
     void operator()(std::byte* p) const noexcept { ::operator delete[](p, std::align_val_t{64}); }
   };
-  // Allocated only where combining may happen (by default only where ranks share cores).
+  // Allocated only where combining may happen (by default everywhere: shm_options).
   std::unique_ptr<std::byte[], aligned_delete> staging_{
       combine_threshold_ == static_cast<std::size_t>(-1)
           ? nullptr

@@ -77,19 +77,19 @@ struct shm_options {
     return detail::ranks_outnumber_cpus(size, 2);
   }
 
-  /// `combine_bytes`, or by default 4 MiB when the ranks are more than the host's CPUs and
-  /// 256 KiB otherwise. While the receiver combines, its sender waits (for room in the ring, or
-  /// for its offer to be read), where a receive into scratch frees it after a copy; a message
-  /// that fits the ring whole does not keep its sender waiting. Measured on 2 cores (all_reduce,
-  /// back to back, against receiving every message into scratch): at P = 2 through the rings
-  /// 1.1-1.4x slower with 1 and 2 MiB messages (larger than a ring less its header) and
-  /// 1.05-1.3x with 8 and 32 MiB ones, but 0.85x the time with 512 KiB ones, which
-  /// `shm_transport::all_reduce_sizes` makes the ring's chunks there; at P = 4 (rings) 1.1-1.3x
-  /// faster with 4 and 16 MiB messages; at P = 8 (cross-memory attach) 1.1-1.3x slower with 512
-  /// KiB messages, 1.1-1.15x faster with 8 MiB.
+  /// `combine_bytes`, or by default 256 KiB where large messages go through the rings (the
+  /// ranks are at most twice the CPUs) and 4 MiB otherwise. While the receiver combines, its
+  /// sender waits (for room in the ring, or for its offer to be read), where a receive into
+  /// scratch frees it after a copy; a message that fits the ring whole does not keep its sender
+  /// waiting, and `shm_transport::all_reduce_sizes` makes the ring's chunks fit there. Measured
+  /// on 2 cores (all_reduce, back to back, against receiving every message into scratch): at
+  /// P = 2 through the rings 1.1-1.4x slower with 1 and 2 MiB messages (larger than a ring
+  /// less its header) and 1.05-1.3x with 8 and 32 MiB ones, but 0.85x the time with 512 KiB
+  /// ones, which fit; at P = 4 (rings) 1.1-1.3x faster with 4 and 16 MiB messages; at P = 8
+  /// (cross-memory attach) 1.1-1.3x slower with 512 KiB messages, 1.1-1.15x faster with 8 MiB.
   std::size_t combine_threshold() const noexcept {
     if (combine_bytes != 0) return combine_bytes;
-    return detail::ranks_outnumber_cpus(size) ? std::size_t{4} << 20 : std::size_t{256} << 10;
+    return detail::ranks_outnumber_cpus(size, 2) ? std::size_t{4} << 20 : std::size_t{256} << 10;
   }
 
   /// The ring size in use: `ring_bytes`, or its default for `size` ranks.
