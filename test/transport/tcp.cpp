@@ -429,10 +429,11 @@ BOOST_AUTO_TEST_CASE(sendrecv_of_large_frames_of_different_sizes_fails_on_both_r
   // will never read), neither crashes on the abandoned frame, and the mismatch is named.
   //
   // Not always by both: a rank that finds it stops reading that connection (the payload may be
-  // huge), so its peer's frame, and the abort frame queued behind it, may never get through;
-  // after its answer window the finder closes, and a peer that had not seen the header yet
-  // (its receive was not posted when the frame came: parked) fails naming the lost connection
-  // to that rank instead. Seen about once in 20 runs, quiet or loaded.
+  // huge), so its peer's unfinished frame, and the abort frame queued behind it, may never get
+  // through. After its answer window the finder closes, and a peer that has not found the
+  // mismatch itself by then fails naming the lost connection to that rank instead ("lost rank
+  // N" while reading, "send to rank N ... failed" while writing). Seen in about one run in 20,
+  // quiet or loaded (once in a cold CI run).
   auto errors = run_each(2, quick(), [](auto& comm) {
     std::size_t const n = (std::size_t{16} << 20) / 4 * static_cast<std::size_t>(comm.rank() + 1);
     auto const mine = pattern(n, 1);

@@ -51,8 +51,8 @@ class shm_transport {
   /// between 256 KiB and 1 MiB, but the two sizes of ranks prefer opposite sides at 16 KiB
   /// (P = 4: recursive doubling 0.7x halving-doubling's time; P = 8: 1.1x) and at 256 KiB
   /// (P = 4: ring 1.37x halving-doubling's; P = 8: 0.77x), so these stand
-  /// (benchmark/analysis.md). Where each rank has a core, `all_reduce_sizes` halves the ring's
-  /// blocks.
+  /// (benchmark/analysis.md). Where large messages go through the rings, `all_reduce_sizes`
+  /// halves the ring's blocks.
   static constexpr all_reduce_thresholds default_all_reduce{.recursive_doubling_below = 16 * 1024,
                                                             .ring_from = 256 * 1024};
 
