@@ -446,8 +446,8 @@ BOOST_AUTO_TEST_CASE(sendrecv_of_large_frames_of_different_sizes_fails_on_both_r
     BOOST_TEST_INFO(errors[r]);
     std::string const peer = "rank " + std::to_string(1 - r);
     BOOST_TEST((contains(errors[r], "mismatch|") || contains(errors[r], "aborted|") ||
-                (contains(errors[r], "other|") && (contains(errors[r], "lost " + peer) ||
-                                                    contains(errors[r], "send to " + peer)))));
+                (contains(errors[r], "other|") &&
+                 (contains(errors[r], "lost " + peer) || contains(errors[r], "send to " + peer)))));
   }
   BOOST_TEST((contains(errors[0] + errors[1], "expected 16777216 bytes") ||
               contains(errors[0] + errors[1], "expected 33554432 bytes")));
