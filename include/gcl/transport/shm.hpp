@@ -72,7 +72,8 @@ class shm_transport {
   /// faster at P = 8 (benchmark/analysis.md).
   static all_reduce_thresholds all_reduce_sizes_for(int ranks) noexcept {
     auto t = default_all_reduce;
-    if (!detail::ranks_outnumber_cpus(ranks, 2)) t.ring_block_bytes = std::size_t{1} << 20;
+    if (!detail::shm_pulls_large_messages_by_default(ranks))
+      t.ring_block_bytes = std::size_t{1} << 20;
     return t;
   }
   /// `all_reduce_sizes_for(size())`: by_size asks the transport object (the same on every rank).

@@ -20,6 +20,16 @@
 
 namespace gcl {
 
+namespace detail {
+// Whether a job of `ranks` ranks on this host copies large messages by cross-memory attach
+// unless told otherwise (`shm_options::uses_cross_memory_attach`): where the ranks are more than
+// twice the CPUs. The ring blocks (`shm_transport::all_reduce_sizes_for`) and the size from which
+// messages are combined (`shm_options::combine_threshold`) follow the same default.
+inline bool shm_pulls_large_messages_by_default(int ranks) noexcept {
+  return ranks_outnumber_cpus(ranks, 2);
+}
+}  // namespace detail
+
 /// Options of `shm_transport`.
 ///
 ///     gcl::shm_options o{.rank = 1, .size = 4, .token = "my-job-42"};
@@ -74,7 +84,7 @@ struct shm_options {
   /// run on, CMA was 0.9-1.8x and the rings 0.6-1.5x.
   bool uses_cross_memory_attach() const noexcept {
     if (cross_memory_attach) return *cross_memory_attach;
-    return detail::ranks_outnumber_cpus(size, 2);
+    return detail::shm_pulls_large_messages_by_default(size);
   }
 
   /// `combine_bytes`, or by default 256 KiB where large messages go through the rings (the
@@ -89,7 +99,8 @@ struct shm_options {
   /// (cross-memory attach) 1.1-1.3x slower with 512 KiB messages, 1.1-1.15x faster with 8 MiB.
   std::size_t combine_threshold() const noexcept {
     if (combine_bytes != 0) return combine_bytes;
-    return detail::ranks_outnumber_cpus(size, 2) ? std::size_t{4} << 20 : std::size_t{256} << 10;
+    return detail::shm_pulls_large_messages_by_default(size) ? std::size_t{4} << 20
+                                                             : std::size_t{256} << 10;
   }
 
   /// The ring size in use: `ring_bytes`, or its default for `size` ranks.
