@@ -74,12 +74,14 @@ struct tcp_peer {
   // a message the caller is waiting for). The holder advances the frame being read through
   // `stage`; the fields below belong to the holder.
   enum class rx_stage : unsigned char {
-    header,   // rx_header_got bytes of the next frame's header are in rx_header
-    placing,  // rx holds a data frame's header whose payload must go somewhere now (no parking)
-    payload,  // rx_received of rx.length payload bytes are in (rx_direct: in the posted receive)
-    parked,   // rx is a data frame's header whose payload stays in the socket: nothing
-              // reads it until the frame's receive is posted or it is drained (park_threshold)
-    stopped,  // ended, failed or refused: nothing more is read
+    header,    // rx_header_got bytes of the next frame's header are in rx_header
+    placing,   // rx holds a data frame's header whose payload must go somewhere now (no parking)
+    payload,   // rx_received of rx.length payload bytes are in (rx_direct: in the posted receive)
+    parked,    // rx is a data frame's header whose payload stays in the socket: nothing
+               // reads it until the frame's receive is posted or it is drained (park_threshold)
+    dropping,  // rx_received of rx.length payload bytes are read and dropped: the transport
+               // has failed, nothing will take them, and the frames behind (an abort) matter
+    stopped,   // ended, failed or refused: nothing more is read
   };
   rx_stage stage = rx_stage::header;
   bool reading = false;

@@ -1149,7 +1149,7 @@ class tcp_impl {
 
   static bool reads_on(tcp_peer const& p) {
     return p.stage == tcp_peer::rx_stage::header || p.stage == tcp_peer::rx_stage::placing ||
-           p.stage == tcp_peer::rx_stage::payload;
+           p.stage == tcp_peer::rx_stage::payload || p.stage == tcp_peer::rx_stage::dropping;
   }
 
   // Under mutex_, on the caller's thread: takes peer r's reader role if nobody holds it and the
@@ -1209,6 +1209,23 @@ class tcp_impl {
           if (n == 0) return got;
           p.rx_received += n;
           if (p.rx_received == p.rx.length) on_payload(r);
+          break;
+        }
+        case tcp_peer::rx_stage::dropping: {
+          std::array<std::byte, 16 * 1024> sink;
+          auto const left = static_cast<std::size_t>(p.rx.length) - p.rx_received;
+          auto n = read_some(p, sink.data(), std::min(sink.size(), left), ec);
+          got += n;
+          if (ec) {
+            read_failed(r, ec);
+            return got;
+          }
+          if (n == 0) return got;
+          p.rx_received += n;
+          if (p.rx_received == p.rx.length) {
+            std::lock_guard lock(mutex_);
+            if (p.stage == tcp_peer::rx_stage::dropping) p.stage = tcp_peer::rx_stage::header;
+          }
           break;
         }
         case tcp_peer::rx_stage::parked:
@@ -1359,6 +1376,11 @@ class tcp_impl {
     auto& p = peers_[r];
     {
       std::lock_guard lock(mutex_);
+      if (poisoned_ && p.rx.type == frame_type::data) {
+        // The transport has failed: every call throws, and nothing will read this frame.
+        drop_payload(p);
+        return;
+      }
       auto* pr = posted_;
       bool next_for_posted = p.rx.type == frame_type::data && pr != nullptr &&
                              pr->st == tcp_posted_recv::posted && pr->source == r &&
@@ -1371,9 +1393,13 @@ class tcp_impl {
         // The posted receive takes this frame next, and its length is not what it expects:
         // the mismatch recv() would report from the queue, reported now, before allocating
         // whatever the header claims (a collective's disagreement, if it is one, in the words
-        // on_payload would use). This connection is not read any further (its payload may be
-        // huge, and the transport has failed); it stays open so the peer gets the abort frame
-        // that says why. Another call of the same length is queued and reported as usual.
+        // on_payload would use). The payload is read and dropped (it may be huge, and nothing
+        // will take it): so the peer's send of it ends, and the frames behind it (the peer's
+        // own abort frame) are read. Left unread, they would stall the peer's send until this
+        // rank closes the connection, and the reset of a connection closed with unread bytes
+        // can discard the abort frame this rank sent before the peer has read it: the peer
+        // would report a lost connection instead of the mismatch. Another call of the same
+        // length is queued and reported as usual.
         std::string what;
         auto v = progress_.check(p.rx.call);
         if (v == call_progress::verdict::conflict || v == call_progress::verdict::stale)
@@ -1383,7 +1409,7 @@ class tcp_impl {
                  describe(pr->call) + " from " + p.where + " (" + tag_text(tag{pr->tg}) +
                  "), but rank " + std::to_string(r) + " sent " + std::to_string(p.rx.length) +
                  " bytes for " + describe(p.rx.call);
-        p.stage = tcp_peer::rx_stage::stopped;
+        drop_payload(p);
         poison(errc::mismatch, what, true);
         return;
       }
@@ -1409,6 +1435,14 @@ class tcp_impl {
       p.stage = tcp_peer::rx_stage::payload;
     }
     if (p.rx.length == 0) on_payload(r);
+  }
+
+  // Under mutex_, holding peer p's reader role: the payload of the frame whose header is in rx
+  // is read and dropped (tcp_peer::rx_stage::dropping).
+  static void drop_payload(tcp_peer& p) {
+    p.rx_direct = false;
+    p.rx_received = 0;
+    p.stage = p.rx.length == 0 ? tcp_peer::rx_stage::header : tcp_peer::rx_stage::dropping;
   }
 
   // Under mutex_: whether a frame whose receive is not posted may stay in the socket. Not while
@@ -1603,6 +1637,7 @@ class tcp_impl {
       // a peer stopped reading. Closing earlier would make peers report a lost rank instead of
       // the error that the abort frame carries.
       sleep_awake(lock, answer_window(), [&] { return owned_writes_ == 0; });
+      if (!graceful) linger(lock);
       closing_ = true;
     }
     post_io([this] {
@@ -1621,6 +1656,34 @@ class tcp_impl {
       p.writes.clear();
     }
     report_unreported();
+  }
+
+  // Under mutex_, in shut_down() after a failure, the abort frames written: says to every peer
+  // that nothing more comes (the FIN behind the abort frame) and reads on, dropping the data,
+  // until each has closed too, for at most the answer window. Closing a connection that still
+  // holds unread bytes, or that more bytes reach, makes the kernel reset it, and a reset can
+  // throw away what the peer has not read yet: the abort frame that says why this job failed,
+  // which the peer would then report as a lost connection (a rank that found a mismatch in a
+  // peer's frame while that peer still sent it).
+  void linger(std::unique_lock<std::mutex>& lock) {
+    post_io([this] {
+      for (int r = 0; r < o_.size; ++r) {
+        auto& p = peers_[r];
+        if (!p.socket || !p.socket->is_open()) continue;
+        boost::system::error_code ec;  // a peer that has closed already: nothing to say
+        p.socket->shutdown(tcp::socket::shutdown_send, ec);
+      }
+      drain_parked();  // a parked frame is read, and dropped, too
+    });
+    sleep_awake(lock, answer_window(), [&] {
+      for (int r = 0; r < o_.size; ++r) {
+        auto const& p = peers_[r];
+        if (r != o_.rank && p.socket && !p.ended && !p.finished &&
+            p.stage != tcp_peer::rx_stage::stopped)
+          return false;
+      }
+      return true;
+    });
   }
 
   // Ranks disagreed about a call, found after this rank's last call, so no call of this rank
