@@ -2,6 +2,8 @@
 //  - memory bandwidth: a STREAM-like copy (memcpy of a buffer much larger than the caches) with
 //    1..T threads, each copying its own buffers, reported as GB/s of bytes copied (read+write
 //    traffic is twice that, as in STREAM's "Copy" column, which counts both: we print both);
+//  - cross-memory attach (cross_memory.hpp): one process copying another's buffer of the same
+//    size into its own with process_vm_readv, the one-copy path of large shared-memory messages;
 //  - loopback TCP throughput (loopback.hpp): one connection one way, and two connections in
 //    opposite directions at once (duplex, GB/s per direction), the ceiling of a ring's steps.
 //
@@ -23,6 +25,7 @@
 
 #include "common.hpp"
 #include "common/cli.hpp"
+#include "cross_memory.hpp"
 #include "loopback.hpp"
 
 namespace {
@@ -66,8 +69,8 @@ std::string system_congestion_control() {
 
 int main(int argc, char** argv) {
   CLI::App app{
-      "Machine limits: memcpy bandwidth per thread count, loopback TCP throughput one way and "
-      "both ways at once"};
+      "Machine limits: memcpy bandwidth per thread count, cross-memory attach (process_vm_readv) "
+      "between two processes, loopback TCP throughput one way and both ways at once"};
   gcl_cli::setup(app, "machine_limits");
   std::size_t b = std::size_t{256} << 20, tb = std::size_t{2} << 30;
   int threads = 2, reps = 5;
@@ -99,6 +102,17 @@ int main(int argc, char** argv) {
         std::printf("  %-28s %7d %10s %14.2f %16.2f\n", "memcpy", t, bench::format_size(b).c_str(),
                     r, 2 * r);
       std::fflush(stdout);
+    }
+    // Read 256 KiB per call, as shm_transport reads an offer it reduces.
+    if (auto r = bench::cross_memory::throughput(b, std::size_t{256} << 10, reps)) {
+      if (csv)
+        std::printf("cross_memory_attach,1,%zu,%.3f,%.3f\n", b, *r, 2 * *r);
+      else
+        std::printf("  %-28s %7d %10s %14.2f %16.2f\n", "cross-memory attach", 1,
+                    bench::format_size(b).c_str(), *r, 2 * *r);
+      std::fflush(stdout);
+    } else {
+      std::fprintf(stderr, "cross-memory attach: refused by the kernel (no row)\n");
     }
     if (tb > 0) {
       // One connection one way: copied = traffic = its GB/s. Duplex: copied = per direction,
