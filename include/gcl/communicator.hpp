@@ -151,7 +151,7 @@ class communicator {
     if constexpr (call_aware_transport<Transport>)
       context_.registry()->released = [weak =
                                            std::weak_ptr<Transport>(transport_)](std::uint32_t id) {
-        if (auto t = weak.lock()) t->end_context(id);
+        if (auto alive = weak.lock()) alive->end_context(id);
       };
   }
 

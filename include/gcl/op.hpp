@@ -46,6 +46,17 @@ concept truth_valued = requires(T const& a, T const& b) {
   { !a } -> std::convertible_to<bool>;
 };
 // clang-format on
+
+// A value as the truth value that &&, || and ! take of it. For an arithmetic type that is its
+// comparison with zero, here said with an explicit cast: clang's -Wconversion warns of the
+// implicit one from a floating-point type. Any other type goes to its own operators as it is.
+template <class T>
+constexpr decltype(auto) truth(T const& a) noexcept {
+  if constexpr (std::is_arithmetic_v<T>)
+    return static_cast<bool>(a);
+  else
+    return (a);
+}
 }  // namespace detail
 
 /// `a + b`.   `gcl::all_reduce(comm, v, gcl::sum{}, gcl::ring{});`
@@ -117,7 +128,7 @@ struct logical_and {
   static constexpr std::string_view name = "logical_and";
   template <detail::truth_valued T>
   constexpr T operator()(T const& a, T const& b) const {
-    return static_cast<T>(a && b);
+    return static_cast<T>(detail::truth(a) && detail::truth(b));
   }
 };
 /// `a || b`, as a value of T.
@@ -126,7 +137,7 @@ struct logical_or {
   static constexpr std::string_view name = "logical_or";
   template <detail::truth_valued T>
   constexpr T operator()(T const& a, T const& b) const {
-    return static_cast<T>(a || b);
+    return static_cast<T>(detail::truth(a) || detail::truth(b));
   }
 };
 /// `a != b` as truth values, as a value of T.
@@ -135,7 +146,7 @@ struct logical_xor {
   static constexpr std::string_view name = "logical_xor";
   template <detail::truth_valued T>
   constexpr T operator()(T const& a, T const& b) const {
-    return static_cast<T>(!a != !b);
+    return static_cast<T>(!detail::truth(a) != !detail::truth(b));
   }
 };
 

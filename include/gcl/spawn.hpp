@@ -82,7 +82,7 @@ requires std::invocable < F&, communicator<Transport>
     try {
       communicator<Transport> comm(group.connect(rank));
       if constexpr (returns)
-        results[rank].emplace(std::invoke(f, comm));
+        results[static_cast<std::size_t>(rank)].emplace(std::invoke(f, comm));
       else
         std::invoke(f, comm);
     } catch (...) {

@@ -2,8 +2,9 @@
 #   cmake -DCOMPILER=g++|clang++ -DSOURCE_DIR=... -DWORK_DIR=... -DGENERATOR=... -DWITH_TCP=ON|OFF
 #         [-DJOBS=2] -P run.cmake
 # Configures the sub-project with that compiler in WORK_DIR and builds it (GCC: every header's own
-# TU, and every inline function at -O2 and -O3; clang: one TU of every header), going on past
-# failures so that the output names every header that fails. A compiler
+# TU, and every inline function at -O2 and -O3; clang: one TU of every header; both: the templates
+# instantiated over each transport), going on past failures so that the output names every
+# header that fails. A compiler
 # that is not installed prints "GCL_SKIP: ..." (the test is then reported as skipped).
 cmake_minimum_required(VERSION 3.25)
 foreach(v COMPILER SOURCE_DIR WORK_DIR GENERATOR WITH_TCP)
@@ -54,7 +55,7 @@ if(NOT rc EQUAL 0)
         list(APPEND _failed "${tu}")
       endif()
     endforeach()
-  else()  # clang
+  elseif(NOT EXISTS ${_bin}/CMakeFiles/headers_all.dir/tu/all_headers.cpp.o)  # clang
     set(_failed "all_headers.cpp (every header at once, -O2: the compiler's errors above name them)")
   endif()
   foreach(level O2 O3)
@@ -63,14 +64,25 @@ if(NOT rc EQUAL 0)
       list(APPEND _failed "all_headers.cpp (every header at once, -${level} -fkeep-inline-functions)")
     endif()
   endforeach()
+  file(READ ${_bin}/instantiated/transports.txt _transports)
+  foreach(t ${_transports})
+    if(NOT EXISTS ${_bin}/instantiated/${t}.ok)
+      list(APPEND _failed "test/headers/instantiate.cpp over ${t} (the templates, instantiated)")
+    endif()
+  endforeach()
   string(REPLACE ";" "\n  " _failed "${_failed}")
   message(FATAL_ERROR "GCL_HEADERS_FAILED with ${_cxx}: these TUs do not compile warning-free "
                       "(a header's own TU: its path with / and . as _):\n  ${_failed}")
 endif()
+set(_flags "-Wall -Wextra -Wpedantic -Wconversion -Wsign-conversion -Wshadow -Werror")
+file(READ ${_bin}/instantiated/transports.txt _transports)
+string(REPLACE ";" ", " _transports "${_transports}")
 if(EXISTS ${_bin}/CMakeFiles/headers_all.dir)
-  message("GCL_HEADERS_OK: every header compiles with ${_cxx} at -O2, -Wall -Wextra -Wpedantic "
-          "-Werror (one TU of them all; each alone: the GCC check)")
+  message("GCL_HEADERS_OK: every header compiles with ${_cxx} at -O2, ${_flags} (one TU of them "
+          "all; each alone: the GCC check), and so do the collectives, algorithms and operators "
+          "instantiated over ${_transports}")
 else()
-  message("GCL_HEADERS_OK: every header compiles alone with ${_cxx} at -O2, -Wall -Wextra "
-          "-Wpedantic -Werror, and every inline function, in one TU, at -O2 and -O3")
+  message("GCL_HEADERS_OK: every header compiles alone with ${_cxx} at -O2, ${_flags}, every "
+          "inline function, in one TU, at -O2 and -O3, and the collectives, algorithms and "
+          "operators instantiated over ${_transports}")
 endif()

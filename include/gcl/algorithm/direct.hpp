@@ -139,7 +139,7 @@ struct direct {
                        std::span<std::size_t const> counts, Op const& op) const {
     int const p = comm.size(), n = comm.rank();
     auto off = offsets(comm, counts);
-    auto block = [&](int r) { return in.subspan(off[r], counts[r]); };
+    auto block = [&](int r) { return block_of(in, off, counts, r); };
     for (int k = 1; k < p; ++k) {
       int const to = detail::mod(n + k, p);
       comm.send(to, block(to), detail::collective_tag);
@@ -169,7 +169,7 @@ struct direct {
     if (n != root) return comm.send(root, in, detail::collective_tag);
     auto off = offsets(comm, counts);
     for (int r = 0; r < p; ++r) {
-      auto dst = out.subspan(off[r], counts[r]);
+      auto dst = block_of(out, off, counts, r);
       if (r == root)
         std::ranges::copy(in, dst.begin());
       else
@@ -187,9 +187,9 @@ struct direct {
     auto off = offsets(comm, counts);
     for (int k = 1; k < p; ++k) {
       int const to = detail::mod(n + k, p);
-      comm.send(to, in.subspan(off[to], counts[to]), detail::collective_tag);
+      comm.send(to, block_of(in, off, counts, to), detail::collective_tag);
     }
-    std::ranges::copy(in.subspan(off[n], counts[n]), out.begin());
+    std::ranges::copy(block_of(in, off, counts, n), out.begin());
   }
 
   /// Every rank sends its `in` (`counts[rank]` elements) to the P - 1 others, and places rank
@@ -200,10 +200,10 @@ struct direct {
     int const p = comm.size(), n = comm.rank();
     auto off = offsets(comm, counts);
     for (int k = 1; k < p; ++k) comm.send(detail::mod(n + k, p), in, detail::collective_tag);
-    std::ranges::copy(in, out.begin() + static_cast<std::ptrdiff_t>(off[n]));
+    std::ranges::copy(in, block_of(out, off, counts, n).begin());
     for (int k = 1; k < p; ++k) {
       int const from = detail::mod(n - k, p);
-      comm.recv(from, out.subspan(off[from], counts[from]), detail::collective_tag);
+      comm.recv(from, block_of(out, off, counts, from), detail::collective_tag);
     }
   }
 
@@ -217,8 +217,8 @@ struct direct {
     int const p = comm.size(), n = comm.rank();
     auto in_off = offsets(comm, send_counts, 2);
     auto out_off = offsets(comm, recv_counts, 3);
-    auto at_in = [&](int r) { return in.subspan(in_off[r], send_counts[r]); };
-    auto at_out = [&](int r) { return out.subspan(out_off[r], recv_counts[r]); };
+    auto at_in = [&](int r) { return block_of(in, in_off, send_counts, r); };
+    auto at_out = [&](int r) { return block_of(out, out_off, recv_counts, r); };
     std::ranges::copy(at_in(n), at_out(n).begin());
     for (int k = 1; k < p; ++k) {
       int const to = detail::mod(n + k, p), from = detail::mod(n - k, p);
@@ -254,6 +254,14 @@ struct direct {
     }
     off[counts.size()] = at;
     return off;
+  }
+
+  // Block r of `s`: `counts[r]` elements at `off[r]` (of `offsets`).
+  template <class S>
+  static S block_of(S s, std::span<std::size_t const> off, std::span<std::size_t const> counts,
+                    int r) {
+    auto const i = static_cast<std::size_t>(r);
+    return s.subspan(off[i], counts[i]);
   }
 };
 

@@ -90,8 +90,9 @@ struct tree {
     int const rel = detail::relative_rank(me, root, p);
     int const sub = detail::binomial_subtree_size(rel, p);
     std::size_t const block = in.size();
+    auto blocks = [block](int k) { return static_cast<std::size_t>(k) * block; };  // k >= 0
     // The subtree's blocks in relative order; at root 0 that is `out` itself.
-    std::span<T> buf = (me == root && root == 0) ? out : comm.template scratch<T>(sub * block, 0);
+    std::span<T> buf = (me == root && root == 0) ? out : comm.template scratch<T>(blocks(sub), 0);
     std::copy(in.begin(), in.end(), buf.begin());
     int const last = rel == 0 ? detail::binomial_steps(p) : detail::binomial_send_step(rel) - 1;
     for (int i = 1; i <= last; ++i) {
@@ -99,15 +100,15 @@ struct tree {
       if (child < 0) continue;
       int csub = detail::binomial_subtree_size(child, p);
       comm.recv(detail::absolute_rank(child, root, p),
-                buf.subspan((child - rel) * block, csub * block), detail::collective_tag);
+                buf.subspan(blocks(child - rel), blocks(csub)), detail::collective_tag);
     }
     if (rel != 0) {
       comm.send(detail::absolute_rank(detail::binomial_parent(rel), root, p),
                 std::span<T const>(buf), detail::collective_tag);
     } else if (root != 0) {  // un-rotate: relative rank r is absolute rank (r + root) mod P
-      std::size_t head = static_cast<std::size_t>(p - root) * block;
-      std::copy(buf.begin(), buf.begin() + head, out.begin() + root * block);
-      std::copy(buf.begin() + head, buf.end(), out.begin());
+      std::size_t head = blocks(p - root);
+      std::ranges::copy(buf.first(head), out.subspan(blocks(root)).begin());
+      std::ranges::copy(buf.subspan(head), out.begin());
     }
   }
 
@@ -118,19 +119,20 @@ struct tree {
     int const rel = detail::relative_rank(me, root, p);
     int const sub = detail::binomial_subtree_size(rel, p);
     std::size_t const block = out.size();
+    auto blocks = [block](int k) { return static_cast<std::size_t>(k) * block; };  // k >= 0
     std::span<T const> buf;
     if (rel == 0) {
       if (root == 0) {
         buf = in;
       } else {  // rotate into relative order
-        auto s = comm.template scratch<T>(p * block, 0);
-        std::size_t head = static_cast<std::size_t>(p - root) * block;
-        std::copy(in.begin() + root * block, in.end(), s.begin());
-        std::copy(in.begin(), in.begin() + root * block, s.begin() + head);
+        auto s = comm.template scratch<T>(blocks(p), 0);
+        std::size_t head = blocks(p - root);
+        std::ranges::copy(in.subspan(blocks(root)), s.begin());
+        std::ranges::copy(in.first(blocks(root)), s.subspan(head).begin());
         buf = s;
       }
     } else {
-      auto s = comm.template scratch<T>(sub * block, 0);
+      auto s = comm.template scratch<T>(blocks(sub), 0);
       comm.recv(detail::absolute_rank(detail::binomial_parent(rel), root, p), s,
                 detail::collective_tag);
       buf = s;
@@ -141,9 +143,9 @@ struct tree {
       if (child < 0) continue;
       int csub = detail::binomial_subtree_size(child, p);
       comm.send(detail::absolute_rank(child, root, p),
-                buf.subspan((child - rel) * block, csub * block), detail::collective_tag);
+                buf.subspan(blocks(child - rel), blocks(csub)), detail::collective_tag);
     }
-    std::copy(buf.begin(), buf.begin() + block, out.begin());
+    std::ranges::copy(buf.first(block), out.begin());
   }
 
   /// No rank leaves before every rank has entered: an empty reduce to rank 0, then an empty

@@ -27,7 +27,7 @@ constexpr int absolute_rank(int rel, int root, int size) noexcept {
 
 /// Steps per phase: `ceil(log2 size)` (0 for one rank).
 constexpr int binomial_steps(int size) noexcept {
-  return size <= 1 ? 0 : std::bit_width(static_cast<unsigned>(size - 1));
+  return size <= 1 ? 0 : static_cast<int>(std::bit_width(static_cast<unsigned>(size - 1)));
 }
 
 /// The 1-based step at which `rel` sends to its parent in the reduce phase (its lowest set

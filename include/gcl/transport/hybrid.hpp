@@ -285,8 +285,8 @@ class hybrid_transport {
     check_peer(src, "recv from");
     guarded("send to", dst, [&] {
       auto& s = *s_;
-      if (s.side[dst] == transport_path::shm && s.side[src] == transport_path::shm)
-        return s.shm->sendrecv(s.number[dst], send_tag, out, s.number[src], recv_tag, in);
+      if (s.on_shm(dst) && s.on_shm(src))
+        return s.shm->sendrecv(s.number_of(dst), send_tag, out, s.number_of(src), recv_tag, in);
       send_now(dst, send_tag, out);
       recv_now(src, recv_tag, in);
     });
@@ -299,11 +299,11 @@ class hybrid_transport {
     check_peer(dst, "send to");
     check_peer(src, "recv from");
     auto& s = *s_;
-    if (s.side[dst] != transport_path::shm || s.side[src] != transport_path::shm) return false;
+    if (!s.on_shm(dst) || !s.on_shm(src)) return false;
     bool combined = false;
     guarded("send to", dst, [&] {
-      combined =
-          s.shm->sendrecv_reduce(s.number[dst], send_tag, out, s.number[src], recv_tag, acc, c);
+      combined = s.shm->sendrecv_reduce(s.number_of(dst), send_tag, out, s.number_of(src), recv_tag,
+                                        acc, c);
     });
     return combined;
   }
@@ -323,6 +323,11 @@ class hybrid_transport {
     bool poisoned = false;
     std::string failure;
     call_info call{};
+
+    bool on_shm(int peer) const {
+      return side[static_cast<std::size_t>(peer)] == transport_path::shm;
+    }
+    int number_of(int peer) const { return number[static_cast<std::size_t>(peer)]; }
 
     state(hybrid_options const& opts, std::shared_ptr<detail::tcp_abort_state> tcp_abort,
           std::shared_ptr<detail::shm_group_state> shm_abort, int prebound_fd)
@@ -488,15 +493,15 @@ class hybrid_transport {
 
   void send_now(int peer, tag tg, std::span<std::byte const> out) {
     auto& s = *s_;
-    if (s.side[peer] == transport_path::shm)
-      s.shm->send(s.number[peer], tg, out);
+    if (s.on_shm(peer))
+      s.shm->send(s.number_of(peer), tg, out);
     else
       s.tcp->send(peer, tg, out);
   }
 
   void recv_now(int peer, tag tg, std::span<std::byte> in) {
     auto& s = *s_;
-    if (s.side[peer] == transport_path::shm) return s.shm->recv(s.number[peer], tg, in);
+    if (s.on_shm(peer)) return s.shm->recv(s.number_of(peer), tg, in);
     if (!s.shm) return s.tcp->recv(peer, tg, in);  // nothing else to progress meanwhile
     // From another host, while the rings of this one keep moving: the shm engine waits (drains,
     // sleeps on this rank's futex, which the TCP I/O thread rings on every arrival) and looks

@@ -135,7 +135,7 @@ class inproc_world {
 
   int size() const noexcept { return size_; }
   inproc_options const& options() const noexcept { return options_; }
-  inproc_rank& rank(int r) noexcept { return ranks_[r]; }
+  inproc_rank& rank(int r) noexcept { return ranks_[static_cast<std::size_t>(r)]; }
   inproc_channel& channel(int from, int to) noexcept {
     return *channels_[static_cast<std::size_t>(from) * static_cast<std::size_t>(size_) +
                       static_cast<std::size_t>(to)];
@@ -170,8 +170,8 @@ class inproc_world {
       lanes.swap(lanes_);
     }
     for (int r = 0; r < size_; ++r) {
-      std::lock_guard lock(ranks_[r].bell_mutex);  // no sleeper misses the flag
-      ranks_[r].bell.notify_all();
+      std::lock_guard lock(rank(r).bell_mutex);  // no sleeper misses the flag
+      rank(r).bell.notify_all();
     }
     for (auto& l : lanes)
       if (auto lane = l.lock()) lane->abort(reason, code);

@@ -18,12 +18,17 @@
 
 namespace gcl {
 
+// In an inline namespace (still gcl::transport_mode): GCC's -Wshadow would otherwise take
+// the enumerator `automatic` for a redeclaration of the algorithm gcl::automatic (an alias in
+// the same namespace), although a scoped enumerator never hides it.
+inline namespace hybrid_modes {
 /// Which paths `hybrid_transport` takes (`GCL_TRANSPORT`).
 enum class transport_mode {
   automatic,  ///< "auto": shared memory to ranks of this host, TCP to the others
   tcp,        ///< "tcp": TCP to every peer
   shm,        ///< "shm": every rank on this host, shared memory only (no address needed)
 };
+}  // namespace hybrid_modes
 
 /// Options of `hybrid_transport`.
 ///

@@ -96,6 +96,9 @@ class unique_fd {
 struct shm_joined {
   int segment_fd = -1;           // closed by the caller once mapped
   std::vector<unique_fd> peers;  // peers[r]: the socket whose hang-up says r is gone
+
+  unique_fd& peer(int r) { return peers[static_cast<std::size_t>(r)]; }
+  unique_fd const& peer(int r) const { return peers[static_cast<std::size_t>(r)]; }
 };
 
 class shm_rendezvous {
@@ -121,7 +124,8 @@ class shm_rendezvous {
                           static_cast<unsigned long long>(shm_token_hash("gcl-shm-name:", o.token)),
                           static_cast<unsigned>(::getuid()));
     std::memcpy(a.sun_path + 1, name, static_cast<std::size_t>(n));  // sun_path[0] = 0: abstract
-    length = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + n);
+    length =
+        static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + static_cast<std::size_t>(n));
     return a;
   }
 
@@ -159,7 +163,7 @@ class shm_rendezvous {
       if (left <= 0) {
         std::string missing;
         for (int r = 1; r < o_.size; ++r)
-          if (!out.peers[r]) missing += (missing.empty() ? "" : ", ") + std::to_string(name_of(r));
+          if (!out.peer(r)) missing += (missing.empty() ? "" : ", ") + std::to_string(name_of(r));
         fail(errc::timeout, "shm rendezvous timed out after " + format_duration(o_.timeout) +
                                 ": rank(s) " + missing + " of " + std::to_string(o_.size) +
                                 " did not join (job token from " + o_.token_origin() + ")");
@@ -167,8 +171,8 @@ class shm_rendezvous {
       fds.assign(1, pollfd{listener.get(), POLLIN, 0});
       who.assign(1, 0);
       for (int r = 1; r < o_.size; ++r)
-        if (out.peers[r]) {
-          fds.push_back({out.peers[r].get(), POLLIN, 0});
+        if (out.peer(r)) {
+          fds.push_back({out.peer(r).get(), POLLIN, 0});
           who.push_back(r);
         }
       if (::poll(fds.data(), fds.size(), static_cast<int>(std::min<long long>(left, 100))) <= 0)
@@ -176,7 +180,7 @@ class shm_rendezvous {
       for (std::size_t i = 1; i < fds.size(); ++i)
         if ((fds[i].revents & (POLLIN | POLLHUP | POLLERR)) != 0)
           setup_failed(out, "rank " + std::to_string(name_of(who[i])) + " (pid " +
-                                std::to_string(pids[who[i]]) +
+                                std::to_string(pids[static_cast<std::size_t>(who[i])]) +
                                 ") died during the setup: its process ended after it joined, "
                                 "before every rank had");
       if ((fds[0].revents & POLLIN) == 0) continue;
@@ -185,8 +189,8 @@ class shm_rendezvous {
       pid_t pid = 0;
       int r = admit(c.get(), out, pid);
       if (r > 0) {
-        out.peers[r] = std::move(c);
-        pids[r] = pid;
+        out.peer(r) = std::move(c);
+        pids[static_cast<std::size_t>(r)] = pid;
         ++joined;
       }
     }
@@ -197,8 +201,8 @@ class shm_rendezvous {
     // One socket pair per pair of ranks other than 0 (rank 0's are the connections themselves).
     std::vector<std::vector<unique_fd>> ends(static_cast<std::size_t>(o_.size));
     for (auto& e : ends) e.resize(static_cast<std::size_t>(o_.size));
-    for (int i = 1; i < o_.size; ++i)
-      for (int j = i + 1; j < o_.size; ++j) {
+    for (std::size_t i = 1; i < ends.size(); ++i)
+      for (std::size_t j = i + 1; j < ends.size(); ++j) {
         int sv[2];
         if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0)
           fail(errc::protocol, "cannot create a socket pair: " + last_error());
@@ -209,11 +213,13 @@ class shm_rendezvous {
       shm_welcome w;
       w.accepted = shm_accepted;
       w.descriptors = static_cast<std::uint32_t>(o_.size - 2);
-      send_with_fd(out.peers[k].get(), &w, sizeof w, fd, k);
+      send_with_fd(out.peer(k).get(), &w, sizeof w, fd, k);
+      auto const& mine = ends[static_cast<std::size_t>(k)];
       for (int j = 1; j < o_.size; ++j)
         if (j != k) {
-          std::int32_t who = j;
-          send_with_fd(out.peers[k].get(), &who, sizeof who, ends[k][j].get(), k);
+          std::int32_t other = j;
+          send_with_fd(out.peer(k).get(), &other, sizeof other,
+                       mine[static_cast<std::size_t>(j)].get(), k);
         }
     }
     return out;
@@ -264,9 +270,9 @@ class shm_rendezvous {
     for (std::uint32_t i = 0; i < w.descriptors; ++i) {
       std::int32_t who = -1;
       unique_fd end(receive_with_fd(c.get(), &who, sizeof who));
-      if (!end || who < 1 || who >= o_.size || who == o_.rank || out.peers[who])
+      if (!end || who < 1 || who >= o_.size || who == o_.rank || out.peer(who))
         fail(errc::protocol, "rank " + leader() + " sent a malformed peer socket");
-      out.peers[who] = std::move(end);
+      out.peer(who) = std::move(end);
     }
     out.peers[0] = std::move(c);
     out.segment_fd = ::dup(segment_fd.get());
@@ -325,7 +331,7 @@ class shm_rendezvous {
             std::to_string(o_.size);
     else if (h.rank < 1 || h.rank >= o_.size)
       why = "its rank " + std::to_string(h.rank) + " is out of range";
-    else if (so_far.peers[h.rank])
+    else if (so_far.peer(h.rank))
       why = "rank " + std::to_string(name_of(h.rank)) + " has already joined";
     pid = cred.pid;
     if (why.empty()) return h.rank;

@@ -125,7 +125,7 @@ class tcp_impl {
     }
     io_.restart();  // the rendezvous may have run it out of work
     for (int r = 0; r < o_.size; ++r)
-      if (peers_[r].socket) post_io([this, r] { start_reading(r); });
+      if (peer_at(r).socket) post_io([this, r] { start_reading(r); });
     guard_.emplace(io_.get_executor());
     thread_ = std::thread([this] {
       // A caller that polls reads its own messages; this thread's work (other peers' frames,
@@ -164,7 +164,7 @@ class tcp_impl {
   tcp_options const& options() const noexcept { return o_; }
   // The congestion control of the connection to rank r ("" for none, or where unknown).
   std::string congestion_control(int r) const {
-    return peers_[r].fd < 0 ? std::string{} : congestion_control_of(peers_[r].fd);
+    return peer_at(r).fd < 0 ? std::string{} : congestion_control_of(peer_at(r).fd);
   }
   // Every rank's host key, from the rendezvous (all zero where the ranks gave none).
   std::vector<host_key> const& host_keys() const noexcept { return keys_; }
@@ -199,13 +199,13 @@ class tcp_impl {
       take_queued(lock, it->second, peer, tg, in);
       return true;
     }
-    if (peer != o_.rank && peers_[peer].finished) {
+    if (peer != o_.rank && peer_at(peer).finished) {
       if (auto what = ended_disagreement(peer); !what.empty()) {
         poison(errc::mismatch, what, true);
         throw transport_error(errc::mismatch, what);
       }
       throw transport_error(errc::peer_closed,
-                            prefix() + "recv from " + peers_[peer].where + " (" +
+                            prefix() + "recv from " + peer_at(peer).where + " (" +
                                 std::to_string(in.size()) + " bytes, " + tag_text(tg) + ", " +
                                 describe(call_) +
                                 "): that rank closed its transport without sending it");
@@ -264,7 +264,7 @@ class tcp_impl {
     for (auto const& [k, queue] : inbox_)
       for (auto const& m : queue) check_arrived(static_cast<int>(k >> 32), m.call);
     for (int r = 0; r < o_.size; ++r)
-      if (peers_[r].stage == tcp_peer::rx_stage::parked) check_arrived(r, peers_[r].rx.call);
+      if (peer_at(r).stage == tcp_peer::rx_stage::parked) check_arrived(r, peer_at(r).rx.call);
   }
 
   // Under mutex_, for set_call: a frame from rank r that arrived ahead of this rank's collective.
@@ -366,14 +366,14 @@ class tcp_impl {
           take_queued(lock, it->second, peer, tg, in);
           return;
         }
-        if (peer != o_.rank && peers_[peer].finished) {
+        if (peer != o_.rank && peer_at(peer).finished) {
           unpost(lock, pr);
           if (auto what = ended_disagreement(peer); !what.empty()) {
             poison(errc::mismatch, what, true);
             throw transport_error(errc::mismatch, what);
           }
           throw transport_error(errc::peer_closed,
-                                prefix() + "recv from " + peers_[peer].where + " (" +
+                                prefix() + "recv from " + peer_at(peer).where + " (" +
                                     std::to_string(in.size()) + " bytes, " + tag_text(tg) + ", " +
                                     describe(call_) +
                                     "): that rank closed its transport without sending it");
@@ -381,7 +381,7 @@ class tcp_impl {
         if (peer != o_.rank && pr.st == tcp_posted_recv::idle && !in.empty()) {
           pr.st = tcp_posted_recv::posted;
           posted_ = &pr;
-          auto& from = peers_[peer];
+          auto& from = peer_at(peer);
           if (from.stage == tcp_peer::rx_stage::parked && from.rx.tag == pr.tg) {
             // Its frame waits in the socket: read it now, into `in` (or find it wrong).
             --parked_count_;
@@ -439,7 +439,7 @@ class tcp_impl {
       if (pr.st == tcp_posted_recv::done) return;  // arrived while the peers answered
       auto what = timeout_text(
           prefix(), call_,
-          "recv from " + (peer == o_.rank ? std::string("itself") : peers_[peer].where) + " (" +
+          "recv from " + (peer == o_.rank ? std::string("itself") : peer_at(peer).where) + " (" +
               std::to_string(in.size()) + " bytes, " + tag_text(tg) +
               (pr.st == tcp_posted_recv::claimed ? ", in the middle of the message" : "") + ")",
           format_duration(o_.timeout), stall, unread_report());
@@ -469,8 +469,8 @@ class tcp_impl {
       poison(errc::mismatch, what, true);
       throw transport_error(errc::mismatch, what);
     }
-    if (peers_[peer].finished)
-      throw transport_error(errc::peer_closed, prefix() + "send to " + peers_[peer].where + " (" +
+    if (peer_at(peer).finished)
+      throw transport_error(errc::peer_closed, prefix() + "send to " + peer_at(peer).where + " (" +
                                                    describe(call_) +
                                                    "): that rank has already closed its transport");
     frame_header h;
@@ -480,7 +480,7 @@ class tcp_impl {
     h.length = out.size();
     h.encode(w.header.data());
     w.payload = out;
-    auto& p = peers_[peer];
+    auto& p = peer_at(peer);
     if (p.writing) {
       // The I/O thread is writing to this peer (our frame goes after its frames).
       p.writes.push_back(&w);
@@ -506,7 +506,7 @@ class tcp_impl {
   bool write_more(std::unique_lock<std::mutex>& lock, own_write& o) {
     auto const before = o.w.sent;
     lock.unlock();
-    auto ec = write_now(peers_[o.peer], o.w);
+    auto ec = write_now(peer_at(o.peer), o.w);
     lock.lock();
     if (ec || o.w.sent == o.w.size()) {
       o.held = false;
@@ -524,15 +524,15 @@ class tcp_impl {
   // takes the role over); the caller waits for `o.w.done`.
   void hand_over(own_write& o) {
     o.held = false;
-    peers_[o.peer].caller_writes = false;
-    peers_[o.peer].writes.push_front(&o.w);
+    peer_at(o.peer).caller_writes = false;
+    peer_at(o.peer).writes.push_front(&o.w);
     post_io([this, peer = o.peer] { start_write(peer); });
   }
 
   // Under mutex_: whether the caller may read peer r's socket now (nobody else reads it, and
   // it is being read at all).
   bool caller_may_read(int r) const {
-    return r != o_.rank && !peers_[r].reading && reads_on(peers_[r]);
+    return r != o_.rank && !peer_at(r).reading && reads_on(peer_at(r));
   }
 
   // Under mutex_ (released while it sleeps), on the caller's thread: sleeps in poll() until the
@@ -555,8 +555,8 @@ class tcp_impl {
       else
         fds[n++] = {fd, events, 0};
     };
-    if (o != nullptr) watch(fd_of(peers_[o->peer]), POLLOUT);
-    if (reader >= 0 && caller_may_read(reader)) watch(fd_of(peers_[reader]), POLLIN);
+    if (o != nullptr) watch(fd_of(peer_at(o->peer)), POLLOUT);
+    if (reader >= 0 && caller_may_read(reader)) watch(fd_of(peer_at(reader)), POLLIN);
     auto const left =
         std::chrono::ceil<std::chrono::milliseconds>(until - std::chrono::steady_clock::now());
     if (n == 0 || left.count() <= 0) return;
@@ -569,7 +569,7 @@ class tcp_impl {
   // by start_send, is out; throws if it cannot be.
   void finish_send(std::unique_lock<std::mutex>& lock, own_write& o) {
     int const peer = o.peer;
-    auto& p = peers_[peer];
+    auto& p = peer_at(peer);
     auto& w = o.w;
     auto const now = std::chrono::steady_clock::now();
     auto const deadline = now + o_.timeout, spin_until = now + o_.spin;
@@ -628,7 +628,7 @@ class tcp_impl {
     tcp_message m = std::move(queue.front());
     if (m.size != in.size() || !(m.call == call_)) {
       auto what = prefix() + "expected " + std::to_string(in.size()) + " bytes for " +
-                  describe(call_) + " from " + peers_[peer].where + " (" + tag_text(tg) +
+                  describe(call_) + " from " + peer_at(peer).where + " (" + tag_text(tg) +
                   "), but rank " + std::to_string(peer) + " sent " + std::to_string(m.size) +
                   " bytes for " + describe(m.call);
       queue.front() = std::move(m);
@@ -741,8 +741,8 @@ class tcp_impl {
   // Under mutex_: the disagreement that rank r's bye shows (it ended its job before a
   // collective this rank has begun, or after another call of the same number), or "".
   std::string ended_disagreement(int r) const {
-    if (r == o_.rank || !peers_[r].finished) return {};
-    auto what = progress_.ended_disagreement(o_.rank, r, peers_[r].last_call);
+    if (r == o_.rank || !peer_at(r).finished) return {};
+    auto what = progress_.ended_disagreement(o_.rank, r, peer_at(r).last_call);
     return what.empty() ? what : prefix() + what;
   }
 
@@ -770,15 +770,15 @@ class tcp_impl {
   }
 
   // Under mutex_: asks every connected peer's I/O thread where its rank is. The answers land in
-  // peers_[r].status (record_status), and one that shows a disagreement poisons at once.
+  // peer_at(r).status (record_status), and one that shows a disagreement poisons at once.
   void request_status() {
     for (int r = 0; r < o_.size; ++r) {
-      peers_[r].status = {};
-      peers_[r].status.rank = r;
+      peer_at(r).status = {};
+      peer_at(r).status.rank = r;
     }
     post_io([this] {
       for (int r = 0; r < o_.size; ++r) {
-        auto& p = peers_[r];
+        auto& p = peer_at(r);
         if (!p.socket || !p.socket->is_open() || p.finished) continue;
         auto* w = new tcp_write;
         frame_header h;
@@ -793,7 +793,7 @@ class tcp_impl {
 
   bool all_answered() const {
     for (int r = 0; r < o_.size; ++r)
-      if (r != o_.rank && !peers_[r].status.answered && !peers_[r].ended && !peers_[r].finished)
+      if (r != o_.rank && !peer_at(r).status.answered && !peer_at(r).ended && !peer_at(r).finished)
         return false;
     return true;
   }
@@ -806,7 +806,7 @@ class tcp_impl {
     std::vector<rank_status> all;
     for (int r = 0; r < o_.size; ++r) {
       if (r != o_.rank) {
-        all.push_back(peers_[r].status);
+        all.push_back(peer_at(r).status);
         continue;
       }
       rank_status self{r, true, progress_.started(), progress_.in_call(), waiting_for_, {}};
@@ -827,10 +827,10 @@ class tcp_impl {
                  std::to_string(m.size) + " bytes from rank " + std::to_string(k >> 32) + " (" +
                  tag_text(tag{static_cast<std::uint32_t>(k)}) + ", " + describe(m.call) + ")";
     for (int r = 0; r < o_.size; ++r)
-      if (peers_[r].stage == tcp_peer::rx_stage::parked && unread++ < 4)
+      if (peer_at(r).stage == tcp_peer::rx_stage::parked && unread++ < 4)
         out += std::string(unread == 1 ? ". Received here but not read: " : ", ") +
-               std::to_string(peers_[r].rx.length) + " bytes from rank " + std::to_string(r) +
-               " (" + tag_text(tag{peers_[r].rx.tag}) + ", " + describe(peers_[r].rx.call) +
+               std::to_string(peer_at(r).rx.length) + " bytes from rank " + std::to_string(r) +
+               " (" + tag_text(tag{peer_at(r).rx.tag}) + ", " + describe(peer_at(r).rx.call) +
                ", still in the socket)";
     if (unread > 4) out += ", ...";
     return out;
@@ -858,7 +858,7 @@ class tcp_impl {
     std::lock_guard lock(mutex_);
     auto const fields = decode_status(h, o_.size).value;  // on_header refused a bad one
     rank_status st{r, true, h.call.sequence, fields.in_call, fields.waiting_for, h.call};
-    peers_[r].status = st;
+    peer_at(r).status = st;
     notify();
     if (h.call.kind == call_kind::point_to_point) return;
     if (auto const* mine = progress_.recall(h.call.sequence); mine && !(*mine == h.call))
@@ -871,7 +871,7 @@ class tcp_impl {
   // the buffer belongs to our caller.
   void unpost(std::unique_lock<std::mutex>& lock, tcp_posted_recv& pr) {
     if (pr.st == tcp_posted_recv::claimed) {
-      auto& p = peers_[pr.source];
+      auto& p = peer_at(pr.source);
       post_io([this, r = pr.source] { close_peer(r); });
       if (!p.reading) {
         p.stage = tcp_peer::rx_stage::stopped;
@@ -901,7 +901,7 @@ class tcp_impl {
     ++owned_writes_;  // until the frames are queued, so shut_down() waits for them
     post_io([this, code, what] {
       for (int r = 0; r < o_.size; ++r) {
-        if (!peers_[r].socket || peers_[r].finished) continue;
+        if (!peer_at(r).socket || peer_at(r).finished) continue;
         auto* w = new tcp_write;
         frame_header h;
         h.type = frame_type::abort;
@@ -1010,7 +1010,7 @@ class tcp_impl {
   // Every owned frame is counted from here until complete(), whichever way it completes, so
   // that shut_down() waits for exactly the frames still on their way out.
   void enqueue(int r, tcp_write* w) {
-    auto& p = peers_[r];
+    auto& p = peer_at(r);
     {
       std::lock_guard lock(mutex_);
       if (w->owned) ++owned_writes_;
@@ -1024,7 +1024,7 @@ class tcp_impl {
   // On the I/O thread, holding peer r's writer role: writes the front frame of its queue from
   // where it stands, then the next, until the queue is empty; then gives the role up.
   void start_write(int r) {
-    auto& p = peers_[r];
+    auto& p = peer_at(r);
     tcp_write* w = next_write(p, false);
     if (w == nullptr) return;
     if (!p.socket || !p.socket->is_open()) return fail_writes(r, asio::error::not_connected);
@@ -1033,27 +1033,27 @@ class tcp_impl {
                                            asio::buffer(rest[1].first, rest[1].second)};
     asio::async_write(*p.socket, bufs, transfer_all_large{},
                       [this, r](boost::system::error_code ec, std::size_t) {
-                        auto& p = peers_[r];
-                        tcp_write* w = nullptr;
+                        auto& to = peer_at(r);
+                        tcp_write* sent = nullptr;
                         {
                           std::lock_guard lock(mutex_);
-                          w = p.writes.front();
-                          p.writes.pop_front();
+                          sent = to.writes.front();
+                          to.writes.pop_front();
                         }
-                        if (!ec && w->shutdown_after)
-                          p.socket->shutdown(tcp::socket::shutdown_send, ec);
+                        if (!ec && sent->shutdown_after)
+                          to.socket->shutdown(tcp::socket::shutdown_send, ec);
                         if (ec) {
                           std::lock_guard lock(mutex_);
                           write_failed(r, ec);
                         }
-                        complete(w, ec);
+                        complete(sent, ec);
                         start_write(r);
                       });
   }
 
   // On the I/O thread, holding peer r's writer role on a closed socket: every queued frame fails.
   void fail_writes(int r, boost::system::error_code ec) {
-    while (tcp_write* w = next_write(peers_[r], true)) complete(w, ec);
+    while (tcp_write* w = next_write(peer_at(r), true)) complete(w, ec);
   }
 
   // On the I/O thread, holding peer p's writer role: the front frame of its queue (taken off
@@ -1072,9 +1072,9 @@ class tcp_impl {
   // Under mutex_, on the caller's thread, which holds peer r's writer role and is done with its
   // own frame: frames queued meanwhile go to the I/O thread with the role, else it is free.
   void release_writer(int r) {
-    peers_[r].caller_writes = false;
-    if (peers_[r].writes.empty())
-      peers_[r].writing = false;
+    peer_at(r).caller_writes = false;
+    if (peer_at(r).writes.empty())
+      peer_at(r).writing = false;
     else
       post_io([this, r] { start_write(r); });
   }
@@ -1083,7 +1083,7 @@ class tcp_impl {
   void write_failed(int r, boost::system::error_code ec) {
     if (closing_ || leaving_) return;
     poison(errc::peer_closed,
-           prefix() + "send to " + peers_[r].where + " failed: " + ec.message() +
+           prefix() + "send to " + peer_at(r).where + " failed: " + ec.message() +
                " (did that rank exit or get killed?)",
            true);
   }
@@ -1132,7 +1132,7 @@ class tcp_impl {
   // On the I/O thread. Not during a write of the caller's (fd_mutex), so that the caller never
   // writes on a descriptor number that has been closed and reused.
   void close_peer(int r) {
-    auto& p = peers_[r];
+    auto& p = peer_at(r);
     std::lock_guard fd_lock(p.fd_mutex);
     p.fd = -1;
     boost::system::error_code ec;
@@ -1155,7 +1155,7 @@ class tcp_impl {
   // Under mutex_, on the caller's thread: takes peer r's reader role if nobody holds it and the
   // socket is being read at all (not parked, not stopped).
   bool take_reader(int r) {
-    auto& p = peers_[r];
+    auto& p = peer_at(r);
     if (p.reading || !reads_on(p)) return false;
     p.reading = true;
     return true;
@@ -1165,7 +1165,7 @@ class tcp_impl {
   // until the socket is empty or the connection is parked, stopped or lost. Returns how many
   // bytes it read.
   std::size_t pump(int r) {
-    auto& p = peers_[r];
+    auto& p = peer_at(r);
     std::size_t got = 0;
     for (;;) {
       tcp_peer::rx_stage stage;
@@ -1263,7 +1263,7 @@ class tcp_impl {
   // readable while this thread held the role, this one reads once more first (recheck): what
   // woke the I/O thread may have come after its last look.
   void finish_reading(int r) {
-    auto& p = peers_[r];
+    auto& p = peer_at(r);
     for (;;) {
       {
         std::lock_guard lock(mutex_);
@@ -1287,7 +1287,7 @@ class tcp_impl {
   // role (Asio's reactor takes its own lock), under fd_mutex so that the socket is not closed
   // meanwhile.
   void arm_wait(int r) {
-    auto& p = peers_[r];
+    auto& p = peer_at(r);
     std::lock_guard fd_lock(p.fd_mutex);
     if (p.fd < 0) return;  // closed: its reader has stopped or is about to
     p.wait_armed = true;
@@ -1298,7 +1298,7 @@ class tcp_impl {
   // On the I/O thread, when the transport starts: reads what each socket already holds (which
   // arms its wait).
   void start_reading(int r) {
-    auto& p = peers_[r];
+    auto& p = peer_at(r);
     {
       std::lock_guard lock(mutex_);
       if (p.reading) {
@@ -1314,7 +1314,7 @@ class tcp_impl {
 
   // On the I/O thread: peer r's socket is readable, or closed (ec).
   void on_readable(int r, boost::system::error_code ec) {
-    auto& p = peers_[r];
+    auto& p = peer_at(r);
     {
       std::lock_guard lock(mutex_);
       p.wait_armed = false;
@@ -1334,7 +1334,7 @@ class tcp_impl {
 
   // Holding peer r's reader role: a complete header is in rx_header.
   void on_header(int r) {
-    auto& p = peers_[r];
+    auto& p = peer_at(r);
     auto header = decode_frame_header(p.rx_header);
     std::string problem = header.error;
     if (problem.empty() && header.value.source != r)
@@ -1373,7 +1373,7 @@ class tcp_impl {
   // into the posted receive if it is that frame's, else into a pooled buffer of the queue; or,
   // if `may_park` and the frame is large (park_threshold), it stays in the socket for now.
   void place_payload(int r, bool may_park) {
-    auto& p = peers_[r];
+    auto& p = peer_at(r);
     {
       std::lock_guard lock(mutex_);
       if (poisoned_ && p.rx.type == frame_type::data) {
@@ -1459,7 +1459,7 @@ class tcp_impl {
   // if that was posted meanwhile).
   void drain_parked() {
     for (int r = 0; r < o_.size; ++r) {
-      auto& p = peers_[r];
+      auto& p = peer_at(r);
       {
         std::lock_guard lock(mutex_);
         if (p.stage != tcp_peer::rx_stage::parked) continue;
@@ -1495,7 +1495,7 @@ class tcp_impl {
   // memory follows the bytes that actually arrived. False if memory ran out (the connection is
   // then closed).
   bool grow_rx_message(int r) {
-    auto& p = peers_[r];
+    auto& p = peer_at(r);
     auto& m = p.rx_message;
     try {
       grow(m, std::min(m.size, p.rx_received + receive_step));
@@ -1515,7 +1515,7 @@ class tcp_impl {
 
   // Holding peer r's reader role: the payload of the frame in rx is complete.
   void on_payload(int r) {
-    auto& p = peers_[r];
+    auto& p = peer_at(r);
     std::lock_guard lock(mutex_);
     p.stage = tcp_peer::rx_stage::header;
     if (p.rx_direct) {
@@ -1550,7 +1550,7 @@ class tcp_impl {
 
   // Holding peer r's reader role: reading its socket failed, or it was closed.
   void read_failed(int r, boost::system::error_code ec) {
-    auto& p = peers_[r];
+    auto& p = peer_at(r);
     std::lock_guard lock(mutex_);
     p.stage = tcp_peer::rx_stage::stopped;
     if (p.rx_direct) {  // the posted receive is not filled
@@ -1601,7 +1601,7 @@ class tcp_impl {
       }
       post_io([this, last] {
         for (int r = 0; r < o_.size; ++r) {
-          if (!peers_[r].socket || !peers_[r].socket->is_open() || peers_[r].finished) continue;
+          if (!peer_at(r).socket || !peer_at(r).socket->is_open() || peer_at(r).finished) continue;
           auto* w = new tcp_write;
           frame_header h;
           h.type = frame_type::bye;
@@ -1627,7 +1627,7 @@ class tcp_impl {
           if (poisoned_ || abort_->aborted) return true;
           if (owned_writes_ != 0) return false;
           for (int r = 0; r < o_.size; ++r)
-            if (r != o_.rank && peers_[r].socket && !peers_[r].finished && !peers_[r].ended)
+            if (r != o_.rank && peer_at(r).socket && !peer_at(r).finished && !peer_at(r).ended)
               return false;
           return true;
         });
@@ -1717,19 +1717,23 @@ class tcp_impl {
     keys_ = rendezvous_->keys();
     any_shares_cores_ = rendezvous_->any_shares_cores();
     for (int r = 0; r < o_.size; ++r) {
-      peers_[r].socket = std::move(rendezvous_->peers()[r]);
-      peers_[r].where = rendezvous_->where()[r];
-      if (peers_[r].socket) {
-        peers_[r].fd = peers_[r].socket->native_handle();
+      peer_at(r).socket = std::move(rendezvous_->peers()[static_cast<std::size_t>(r)]);
+      peer_at(r).where = rendezvous_->where()[static_cast<std::size_t>(r)];
+      if (peer_at(r).socket) {
+        peer_at(r).fd = peer_at(r).socket->native_handle();
         boost::system::error_code ec;
-        if (auto ep = peers_[r].socket->remote_endpoint(ec); !ec)
+        if (auto ep = peer_at(r).socket->remote_endpoint(ec); !ec)
           addresses_[static_cast<std::size_t>(r)] = ep.address().to_string();
-        if (!o_.same_host_congestion_control.empty() && same_host(*peers_[r].socket))
-          use_congestion_control(peers_[r].fd, o_.same_host_congestion_control, peers_[r].where);
+        if (!o_.same_host_congestion_control.empty() && same_host(*peer_at(r).socket))
+          use_congestion_control(peer_at(r).fd, o_.same_host_congestion_control, peer_at(r).where);
       } else
-        peers_[r].stage = tcp_peer::rx_stage::stopped;
+        peer_at(r).stage = tcp_peer::rx_stage::stopped;
     }
   }
+
+  // peers_[r]: the connection to rank r and its state.
+  tcp_peer& peer_at(int r) { return peers_[static_cast<std::size_t>(r)]; }
+  tcp_peer const& peer_at(int r) const { return peers_[static_cast<std::size_t>(r)]; }
 
   void leave_group() {
     std::lock_guard lock(abort_->mutex);

@@ -139,7 +139,7 @@ class tcp_rendezvous : public std::enable_shared_from_this<tcp_rendezvous> {
     std::string s;
     int n = 0;
     for (int r = from; r < o_.size; ++r)
-      if (r != o_.rank && !peers_[r] && !apart(r) && n++ < 8)
+      if (r != o_.rank && !peers_[static_cast<std::size_t>(r)] && !apart(r) && n++ < 8)
         s += (s.empty() ? "" : ", ") + std::to_string(r);
     if (n == 0) return {};
     return (n == 1 ? "rank " : "ranks ") + s + (n > 8 ? ", ..." : "");
@@ -153,9 +153,11 @@ class tcp_rendezvous : public std::enable_shared_from_this<tcp_rendezvous> {
     auto add = [&](std::string const& t) {
       if (!t.empty()) s += (s.empty() ? "" : "; ") + t;
     };
-    for (int r = 0; r < o_.rank; ++r)
-      if (!peers_[r] && !apart(r))
-        add(attempt_[r].empty() ? "waiting to connect to rank " + std::to_string(r) : attempt_[r]);
+    for (int r = 0; r < o_.rank; ++r) {
+      auto const i = static_cast<std::size_t>(r);
+      if (!peers_[i] && !apart(r))
+        add(attempt_[i].empty() ? "waiting to connect to rank " + std::to_string(r) : attempt_[i]);
+    }
     if (peers_[0]) {  // the table came: the higher ranks know where we are
       if (auto m = missing(o_.rank + 1); !m.empty())
         add("waiting for " + m + " to connect to this rank at port " + std::to_string(port_) +
@@ -275,15 +277,15 @@ class tcp_rendezvous : public std::enable_shared_from_this<tcp_rendezvous> {
                           ? std::chrono::milliseconds(10)
                           : std::min(accept_backoff_ * 2, std::chrono::milliseconds(1000));
     accept_timer_.expires_after(accept_backoff_);
-    accept_timer_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
-      if (ec || !self->acceptor_.is_open()) return;
+    accept_timer_.async_wait([self = shared_from_this()](boost::system::error_code timer_ec) {
+      if (timer_ec || !self->acceptor_.is_open()) return;
       self->start_accept();
     });
   }
 
   void incoming(std::shared_ptr<conn> c) {
-    boost::system::error_code ec;
-    auto from = c->socket.remote_endpoint(ec);
+    boost::system::error_code endpoint_ec;
+    auto from = c->socket.remote_endpoint(endpoint_ec);
     c->timer.expires_after(
         std::min<std::chrono::milliseconds>(o_.timeout, std::chrono::seconds(10)));
     c->timer.async_wait([self = shared_from_this(), c, from](boost::system::error_code ec) {
@@ -329,7 +331,7 @@ class tcp_rendezvous : public std::enable_shared_from_this<tcp_rendezvous> {
     if (h.rank <= o_.rank || h.rank >= o_.size)
       return "claims rank " + std::to_string(h.rank) + ", but only ranks " +
              std::to_string(o_.rank + 1) + ".." + std::to_string(o_.size - 1) + " connect here";
-    if (peers_[h.rank] || claimed_.count(h.rank))
+    if (peers_[static_cast<std::size_t>(h.rank)] || claimed_.count(h.rank))
       return "claims rank " + std::to_string(h.rank) + ", which is already connected";
     return {};
   }
@@ -360,11 +362,12 @@ class tcp_rendezvous : public std::enable_shared_from_this<tcp_rendezvous> {
         else
           a = asio::ip::address_v4({h.address[0], h.address[1], h.address[2], h.address[3]});
       }
-      table_[h.rank] = tcp::endpoint(a, h.port);
-      keys_[static_cast<std::size_t>(h.rank)] = h.key;
-      shares_cores_[static_cast<std::size_t>(h.rank)] = (h.flags & hello_shares_cores) != 0;
-      where_[h.rank] = "rank " + std::to_string(h.rank) + " at " + endpoint_text(from);
-      peers_[h.rank].emplace(std::move(c->socket));
+      auto const i = static_cast<std::size_t>(h.rank);
+      table_[i] = tcp::endpoint(a, h.port);
+      keys_[i] = h.key;
+      shares_cores_[i] = (h.flags & hello_shares_cores) != 0;
+      where_[i] = "rank " + std::to_string(h.rank) + " at " + endpoint_text(from);
+      peers_[i].emplace(std::move(c->socket));
       ++joined_;
       return;
     }
@@ -375,9 +378,10 @@ class tcp_rendezvous : public std::enable_shared_from_this<tcp_rendezvous> {
                                                                        std::size_t) {
                         self->claimed_.erase(r);
                         if (ec) return self->refuse(from, "went away during the handshake");
-                        self->where_[r] =
+                        auto const i = static_cast<std::size_t>(r);
+                        self->where_[i] =
                             "rank " + std::to_string(r) + " at " + endpoint_text(from);
-                        self->peers_[r].emplace(std::move(c->socket));
+                        self->peers_[i].emplace(std::move(c->socket));
                         ++self->connected_;
                       });
   }
@@ -389,7 +393,7 @@ class tcp_rendezvous : public std::enable_shared_from_this<tcp_rendezvous> {
     auto out = std::make_shared<std::array<std::byte, reply_size>>();
     *out = encode_reply(static_cast<std::uint32_t>(code), why);
     auto pending = std::make_shared<int>(0);
-    for (int r = 1; r < o_.size; ++r) {
+    for (std::size_t r = 1; r < peers_.size(); ++r) {
       if (!peers_[r]) continue;
       ++*pending;
       asio::async_write(*peers_[r], asio::buffer(*out),
@@ -407,13 +411,13 @@ class tcp_rendezvous : public std::enable_shared_from_this<tcp_rendezvous> {
 
   void send_tables() {
     std::vector<table_entry> entries(static_cast<std::size_t>(o_.size));
-    for (int r = 0; r < o_.size; ++r) {
+    for (std::size_t r = 0; r < entries.size(); ++r) {
       auto a = table_[r].address();
       auto& e = entries[r];
       e.family = a.is_v6() ? 6 : 4;
       e.port = table_[r].port();
-      e.key = keys_[static_cast<std::size_t>(r)];
-      e.flags = shares_cores_[static_cast<std::size_t>(r)] ? table_shares_cores : 0;
+      e.key = keys_[r];
+      e.flags = shares_cores_[r] ? table_shares_cores : 0;
       if (a.is_v6()) {
         e.address = a.to_v6().to_bytes();
       } else {
@@ -421,10 +425,11 @@ class tcp_rendezvous : public std::enable_shared_from_this<tcp_rendezvous> {
         std::copy(b.begin(), b.end(), e.address.begin());
       }
     }
-    auto bytes = std::make_shared<std::vector<std::byte>>(reply_size + table_entry_size * o_.size);
+    auto bytes = std::make_shared<std::vector<std::byte>>(
+        reply_size + table_entry_size * static_cast<std::size_t>(o_.size));
     std::ranges::copy(encode_reply(0, ""), bytes->begin());
     encode_table(bytes->data() + reply_size, entries);
-    for (int r = 1; r < o_.size; ++r)
+    for (std::size_t r = 1; r < peers_.size(); ++r)
       asio::async_write(
           *peers_[r], asio::buffer(*bytes),
           [self = shared_from_this(), bytes, r](boost::system::error_code ec, std::size_t) {
@@ -438,31 +443,32 @@ class tcp_rendezvous : public std::enable_shared_from_this<tcp_rendezvous> {
 
   void connect_to(int r, tcp::endpoint ep) {
     auto c = std::make_shared<conn>(io_);
-    boost::system::error_code ec;
-    c->socket.open(ep.protocol(), ec);
-    if (!ec && (!o_.interface_name.empty() || !o_.bind_address.empty()))
-      c->socket.bind(tcp::endpoint(local_address(), 0), ec);
-    if (ec)
+    boost::system::error_code open_ec;
+    c->socket.open(ep.protocol(), open_ec);
+    if (!open_ec && (!o_.interface_name.empty() || !o_.bind_address.empty()))
+      c->socket.bind(tcp::endpoint(local_address(), 0), open_ec);
+    if (open_ec)
       throw transport_error(errc::connection_refused, prefix() + "cannot open a socket to rank " +
                                                           std::to_string(r) + " at " +
                                                           endpoint_text(ep) + interface_text() +
-                                                          ": " + ec.message());
-    if (attempt_[r].empty())  // a retry keeps the last error until it has news
-      attempt_[r] =
+                                                          ": " + open_ec.message());
+    auto const i = static_cast<std::size_t>(r);
+    if (attempt_[i].empty())  // a retry keeps the last error until it has news
+      attempt_[i] =
           "connecting to rank " + std::to_string(r) + " at " + endpoint_text(ep) + interface_text();
     c->socket.async_connect(
-        ep, [self = shared_from_this(), c, r, ep](boost::system::error_code ec) {
+        ep, [self = shared_from_this(), c, r, i, ep](boost::system::error_code ec) {
           if (ec) {
             // Rank 0 may not be listening yet: retry until the deadline (reported by wait()).
-            self->attempt_[r] = "could not connect to rank " + std::to_string(r) + " at " +
+            self->attempt_[i] = "could not connect to rank " + std::to_string(r) + " at " +
                                 endpoint_text(ep) + self->interface_text() + ": " + ec.message();
             c->timer.expires_after(std::chrono::milliseconds(100));
-            c->timer.async_wait([self, c, r, ep](boost::system::error_code ec) {
-              if (!ec) self->connect_to(r, ep);
+            c->timer.async_wait([self, c, r, ep](boost::system::error_code timer_ec) {
+              if (!timer_ec) self->connect_to(r, ep);
             });
             return;
           }
-          self->attempt_[r] = "connected to rank " + std::to_string(r) + " at " +
+          self->attempt_[i] = "connected to rank " + std::to_string(r) + " at " +
                               endpoint_text(ep) + ", waiting for its answer";
           self->handshake(c, r, ep);
         });
@@ -479,10 +485,10 @@ class tcp_rendezvous : public std::enable_shared_from_this<tcp_rendezvous> {
     h.key = o_.host_key;
     h.flags = static_cast<std::uint8_t>((o_.connect_same_host ? hello_connects_same_host : 0) |
                                         (o_.shares_cores ? hello_shares_cores : 0));
-    boost::system::error_code ec;
+    boost::system::error_code endpoint_ec;
     auto local = !o_.interface_name.empty() || !o_.bind_address.empty()
                      ? local_address()
-                     : c->socket.local_endpoint(ec).address();
+                     : c->socket.local_endpoint(endpoint_ec).address();
     h.family = local.is_v6() ? 6 : 4;
     if (local.is_v6())
       h.address = local.to_v6().to_bytes();
@@ -494,7 +500,8 @@ class tcp_rendezvous : public std::enable_shared_from_this<tcp_rendezvous> {
     h.encode(out->data());
     asio::async_write(c->socket, asio::buffer(*out),
                       [out](boost::system::error_code, std::size_t) {});
-    c->table.resize(reply_size + (r == 0 ? table_entry_size * o_.size : 0));
+    c->table.resize(reply_size +
+                    (r == 0 ? table_entry_size * static_cast<std::size_t>(o_.size) : 0));
     asio::async_read(
         c->socket, asio::buffer(c->table),
         [self = shared_from_this(), c, r, ep](boost::system::error_code ec, std::size_t n) {
@@ -532,28 +539,30 @@ class tcp_rendezvous : public std::enable_shared_from_this<tcp_rendezvous> {
       table = decode_table(got.subspan(reply_size), o_.size);
       if (!table) return fail(errc::protocol, who + " sent a bad address table: " + table.error);
     }
-    where_[r] = who;
-    peers_[r].emplace(std::move(c->socket));
-    attempt_[r].clear();
+    where_[static_cast<std::size_t>(r)] = who;
+    peers_[static_cast<std::size_t>(r)].emplace(std::move(c->socket));
+    attempt_[static_cast<std::size_t>(r)].clear();
     ++connected_;
     if (r != 0) return;
     for (int i = 0; i < o_.size; ++i) {
-      auto const& e = table.value[i];
+      auto const at = static_cast<std::size_t>(i);
+      auto const& e = table.value[at];
       asio::ip::address a;
       if (e.family == 6)
         a = asio::ip::address_v6(e.address);
       else
         a = asio::ip::address_v4({e.address[0], e.address[1], e.address[2], e.address[3]});
-      table_[i] = tcp::endpoint(a, e.port);
-      keys_[static_cast<std::size_t>(i)] = e.key;
-      shares_cores_[static_cast<std::size_t>(i)] = (e.flags & table_shares_cores) != 0;
-      if (i > o_.rank) where_[i] = "rank " + std::to_string(i) + " at " + endpoint_text(table_[i]);
+      table_[at] = tcp::endpoint(a, e.port);
+      keys_[at] = e.key;
+      shares_cores_[at] = (e.flags & table_shares_cores) != 0;
+      if (i > o_.rank)
+        where_[at] = "rank " + std::to_string(i) + " at " + endpoint_text(table_[at]);
     }
     // A rank on this host is reached through its memory, not connected to (connect_same_host).
     for (int i = 1; i < o_.size; ++i)
       if (i != o_.rank && apart(i)) --expected_;
     for (int i = 1; i < o_.rank; ++i)
-      if (!apart(i)) connect_to(i, table_[i]);
+      if (!apart(i)) connect_to(i, table_[static_cast<std::size_t>(i)]);
   }
 
   asio::io_context& io_;
