@@ -1668,7 +1668,7 @@ class tcp_impl {
   void linger(std::unique_lock<std::mutex>& lock) {
     post_io([this] {
       for (int r = 0; r < o_.size; ++r) {
-        auto& p = peers_[r];
+        auto& p = peer_at(r);
         if (!p.socket || !p.socket->is_open()) continue;
         boost::system::error_code ec;  // a peer that has closed already: nothing to say
         p.socket->shutdown(tcp::socket::shutdown_send, ec);
@@ -1677,7 +1677,7 @@ class tcp_impl {
     });
     sleep_awake(lock, answer_window(), [&] {
       for (int r = 0; r < o_.size; ++r) {
-        auto const& p = peers_[r];
+        auto const& p = peer_at(r);
         if (r != o_.rank && p.socket && !p.ended && !p.finished &&
             p.stage != tcp_peer::rx_stage::stopped)
           return false;
