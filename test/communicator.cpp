@@ -328,8 +328,8 @@ BOOST_AUTO_TEST_CASE(a_combiner_takes_misaligned_input) {
     std::memcpy(raw.data() + 1 + i * sizeof got, &got, sizeof got);
     want[i] = got * 3u + acc[i];  // received on the left
   }
-  auto const c =
-      gcl::combiner::of<std::uint32_t>(gcl_test::affine_mix{}, gcl::received_operand::left);
+  gcl_test::affine_mix const op;  // outlives the combiner, as combiner::of requires
+  auto const c = gcl::combiner::of<std::uint32_t>(op, gcl::received_operand::left);
   c(reinterpret_cast<std::byte*>(acc.data()), raw.data() + 1, n * sizeof(std::uint32_t));
   BOOST_TEST(acc == want, boost::test_tools::per_element());
 }
