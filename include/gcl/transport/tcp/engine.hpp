@@ -1167,22 +1167,24 @@ class tcp_impl {
   std::size_t pump(int r) {
     auto& p = peer_at(r);
     std::size_t got = 0;
+    // Up to `len` bytes into `into`: how many arrived, 0 when this pump is over (the socket
+    // holds nothing now, or the connection failed and read_failed has run).
+    auto read = [&](std::byte* into, std::size_t len) {
+      boost::system::error_code ec;
+      auto n = read_some(p, into, len, ec);
+      got += n;
+      if (ec) read_failed(r, ec);
+      return n;
+    };
     for (;;) {
       tcp_peer::rx_stage stage;
       {
         std::lock_guard lock(mutex_);
         stage = p.stage;
       }
-      boost::system::error_code ec;
       switch (stage) {
         case tcp_peer::rx_stage::header: {
-          auto n = read_some(p, p.rx_header.data() + p.rx_header_got,
-                             p.rx_header.size() - p.rx_header_got, ec);
-          got += n;
-          if (ec) {
-            read_failed(r, ec);
-            return got;
-          }
+          auto n = read(p.rx_header.data() + p.rx_header_got, p.rx_header.size() - p.rx_header_got);
           if (n == 0) return got;
           p.rx_header_got += n;
           if (p.rx_header_got == p.rx_header.size()) {
@@ -1200,12 +1202,7 @@ class tcp_impl {
           std::byte* into = p.rx_direct ? p.rx_into : p.rx_message.data.get();
           auto const end = p.rx_direct ? static_cast<std::size_t>(p.rx.length)
                                        : std::min(p.rx_message.size, p.rx_message.capacity);
-          auto n = read_some(p, into + p.rx_received, end - p.rx_received, ec);
-          got += n;
-          if (ec) {
-            read_failed(r, ec);
-            return got;
-          }
+          auto n = read(into + p.rx_received, end - p.rx_received);
           if (n == 0) return got;
           p.rx_received += n;
           if (p.rx_received == p.rx.length) on_payload(r);
@@ -1214,12 +1211,7 @@ class tcp_impl {
         case tcp_peer::rx_stage::dropping: {
           std::array<std::byte, 16 * 1024> sink;
           auto const left = static_cast<std::size_t>(p.rx.length) - p.rx_received;
-          auto n = read_some(p, sink.data(), std::min(sink.size(), left), ec);
-          got += n;
-          if (ec) {
-            read_failed(r, ec);
-            return got;
-          }
+          auto n = read(sink.data(), std::min(sink.size(), left));
           if (n == 0) return got;
           p.rx_received += n;
           if (p.rx_received == p.rx.length) {
