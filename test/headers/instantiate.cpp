@@ -25,6 +25,7 @@
 #include <optional>
 #include <span>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -177,6 +178,13 @@ void every_algorithm(Comm& comm) {
   (void)part;
   (void)copy;
   (void)gcl::calibrate(comm);
+  // Buffers in the pool, where the transport has one (shm, hybrid).
+  if constexpr (requires { comm.transport().template allocate<float>(1); }) {
+    auto pooled = comm.transport().template allocate<float>(8);
+    gcl::all_reduce(comm, pooled, gcl::sum{});
+    std::span<float const> read_only = std::as_const(pooled);
+    (void)read_only;
+  }
 }
 
 // Everything above, for one transport, through spawn as a user starts it.

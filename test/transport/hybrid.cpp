@@ -193,6 +193,30 @@ BOOST_AUTO_TEST_CASE(a_large_first_message_from_a_rank_alone_on_its_host) {
   }
 }
 
+// Buffers from the pool on the shm side (hybrid_transport::allocate): in the pool where the rank
+// has peers on its host, ordinary memory where it is alone there; all_reduce over both sides
+// is exact either way.
+BOOST_AUTO_TEST_CASE(buffers_in_the_pool_where_a_rank_shares_its_host) {
+  auto o = scaled({0, 0, 1});
+  o.shm_pool_bytes = 1 << 20;
+  auto out = gcl::spawn<gcl::hybrid_transport>(
+      3,
+      [](auto& comm) {
+        std::size_t const n = 50000;  // 200 KB: past the offer threshold
+        auto v = comm.transport().template allocate<int>(n);
+        for (std::size_t i = 0; i < n; ++i) v[i] = (comm.rank() + 1) * static_cast<int>(i % 1000);
+        gcl::all_reduce(comm, v, gcl::sum{}, gcl::ring{});
+        bool exact = true;
+        for (std::size_t i = 0; i < n && exact; ++i) exact = v[i] == 6 * static_cast<int>(i % 1000);
+        return std::make_pair(v.in_pool(), exact);
+      },
+      o);
+  BOOST_TEST(out[0].first);
+  BOOST_TEST(out[1].first);
+  BOOST_TEST(!out[2].first);  // alone on host 1
+  for (int r = 0; r < 3; ++r) BOOST_TEST(out[r].second, "rank " << r << ": wrong sum");
+}
+
 // counting<hybrid_transport> sees what counting<inproc_transport> sees.
 BOOST_AUTO_TEST_CASE(counting_counts_as_on_inproc) {
   auto run = [](auto tag_type, typename decltype(tag_type)::type::options o, auto alg) {

@@ -215,6 +215,14 @@ class hybrid_transport {
   std::vector<int> const& host_group() const noexcept { return s_->group_ranks; }
   /// Whether this rank holds a TCP side (it has a peer on another host, or GCL_TRANSPORT=tcp).
   bool has_tcp() const noexcept { return s_->tcp != nullptr; }
+  /// n elements of T in this rank's pool on the shm side (`shm_transport::allocate`): a large
+  /// message from there to a rank of this host is read where it lies. A rank with no peer on
+  /// its host gets ordinary memory (nobody else could read it in place).
+  template <class T>
+  shm_buffer<T> allocate(std::size_t n) {
+    return shm_buffer<T>::make(s_->shm ? s_->shm->pool() : nullptr, n);
+  }
+
   /// Whether every peer is reached through shared memory (every rank on this host, and not
   /// GCL_TRANSPORT=tcp): the same answer on every rank.
   bool all_shm() const noexcept {
@@ -415,6 +423,7 @@ class hybrid_transport {
       so.offer_bytes = o.shm_offer_bytes;
       so.combine_bytes = o.shm_combine_bytes;
       so.cross_memory_attach = o.shm_cross_memory_attach;
+      so.pool_bytes = o.shm_pool_bytes;
       if (me >= 0) so.global_ranks = group_ranks;
       return so;
     }

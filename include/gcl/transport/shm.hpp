@@ -30,6 +30,7 @@
 #include "../error.hpp"
 #include "../fork_bootstrap.hpp"
 #include "../transport_hints.hpp"
+#include "shm/buffer.hpp"
 #include "shm/engine.hpp"
 #include "shm/options.hpp"
 
@@ -136,6 +137,21 @@ class shm_transport {
   /// (process_vm_readv allowed), rather than streamed through the ring.
   bool copies_once_from(int peer) const noexcept { return impl_->copies_once_from(peer); }
 
+  /// n elements of T in this rank's part of the job's pool (`shm_options::pool_bytes`,
+  /// GCL_SHM_POOL_BYTES), which every rank has mapped: a message of at least `offer_bytes` sent
+  /// from there is read by its receiver where it lies, one copy at memcpy's speed, as between
+  /// threads, where a message from anywhere else is streamed through a ring (two copies) or
+  /// read by cross-memory attach. Throws `usage_error` naming the sizes when the pool has no
+  /// room. Any thread may call it; the buffer may outlive the transport.
+  ///
+  ///     auto grads = transport.allocate<float>(n);
+  template <class T>
+  shm_buffer<T> allocate(std::size_t n) {
+    return shm_buffer<T>::make(impl_->pool(), n);
+  }
+  /// How many messages this rank has sent from its pool (read in place by their receivers).
+  std::uint64_t sent_from_pool() const noexcept { return impl_->sent_from_pool(); }
+
   /// Which call the following messages belong to; carried in every message header and compared
   /// by the receiver, which throws `errc::mismatch` naming both sides.
   void set_call(call_info const& c) { impl_->set_call(c); }
@@ -180,6 +196,7 @@ class shm_transport {
     o.rank = b.rank;
     o.token = token.data();
     o.token_source = "a fork of the job's transport";
+    o.pool_bytes = 0;  // buffers come from the job's pool; the fork's segment needs none
     o.global_ranks.clear();
     return shm_transport(check(o), impl_->group_state());
   }

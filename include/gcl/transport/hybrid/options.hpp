@@ -53,6 +53,9 @@ struct hybrid_options {
   /// `shm_options::cross_memory_attach` of the shm side (GCL_SHM_CMA): unset, it decides from
   /// the host's ranks and cores.
   std::optional<bool> shm_cross_memory_attach;
+  /// Bytes of each rank's pool on the shm side (`shm_options::pool_bytes`, GCL_SHM_POOL_BYTES;
+  /// `hybrid_transport::allocate`): the host group's first rank's value is the group's.
+  std::size_t shm_pool_bytes = 0;
   /// For tests whose ranks are threads of one process: rank r behaves as if it ran on host
   /// `test_hosts[r]` (its host key is made from that number instead of read from the system).
   /// Empty: the real host key (transport/hybrid/host_key.hpp).
@@ -103,6 +106,7 @@ struct hybrid_options {
     o.shm_ring_bytes = s.ring_bytes;
     o.shm_spin = s.spin;
     o.shm_cross_memory_attach = s.cross_memory_attach;
+    o.shm_pool_bytes = s.pool_bytes;
     return o;
   }
 };

@@ -42,6 +42,7 @@
 #include "../../error.hpp"
 #include "futex.hpp"
 #include "options.hpp"
+#include "pool.hpp"
 #include "rendezvous.hpp"
 #include "ring.hpp"
 #include "segment.hpp"
@@ -144,6 +145,11 @@ class shm_impl {
   bool copies_once_from(int peer) const noexcept {
     return seg_->pair(peer, o_.rank).pull_ok.load(std::memory_order_relaxed) != 0;
   }
+
+  // This rank's pool (empty unless the job has one): shm_transport::allocate hands it out.
+  std::shared_ptr<shm_pool> const& pool() const noexcept { return pool_; }
+  // How many messages this rank has sent from its pool, read where they lay by the receiver.
+  std::uint64_t sent_from_pool() const noexcept { return sent_from_pool_; }
 
   // Only this rank's thread reads progress_ (arrivals are checked as it scans its rings).
   void end_context(std::uint32_t context) { progress_.forget(context); }
@@ -282,6 +288,7 @@ class shm_impl {
     heads_.assign(static_cast<std::size_t>(o_.size), 0);
     tails_seen_.assign(static_cast<std::size_t>(o_.size), 0);
     ring_ = seg_->ring_bytes();
+    pool_ = std::make_shared<shm_pool>(seg_, o_.rank);
 
     auto& me = seg_->rank(o_.rank);
     probe_ = shm_magic ^ static_cast<std::uint64_t>(o_.rank);
@@ -350,17 +357,22 @@ class shm_impl {
 
   // ---- sending -----------------------------------------------------------------------------
 
-  // Writes `out` to `peer`'s ring, or an offer of it for a large message when the peer can read
-  // this process's memory. Returns whether it offered (then finish_offer or withdraw).
+  // Writes `out` to `peer`'s ring, or an offer of it for a large message that lies in this
+  // rank's pool (every rank maps it) or when the peer can read this process's memory. Returns
+  // whether it offered (then finish_offer or withdraw).
   bool post(int peer, tag tg, std::span<std::byte const> out) {
     auto& pb = seg_->pair(o_.rank, peer);
-    bool const offer = out.size() >= o_.offer_bytes && !out.empty() &&
-                       pb.pull_ok.load(std::memory_order_relaxed) != 0;
+    bool const large = out.size() >= o_.offer_bytes && !out.empty();
+    bool const in_pool = large && pool_->contains(out.data(), out.size());
+    bool const offer = in_pool || (large && pb.pull_ok.load(std::memory_order_relaxed) != 0);
     shm_message h;
     h.tg = static_cast<std::uint32_t>(tg);
-    h.offer = offer ? 1 : 0;
+    h.offer = in_pool ? offer_in_pool : offer ? offer_by_address : offer_none;
     h.size = out.size();
-    h.address = offer ? reinterpret_cast<std::uintptr_t>(out.data()) : 0;
+    h.address = in_pool ? seg_->offset_of(out.data())
+                : offer ? reinterpret_cast<std::uintptr_t>(out.data())
+                        : 0;
+    if (in_pool) ++sent_from_pool_;
     h.call = call_;
     if (offer) pb.offer_state.store(offer_posted, std::memory_order_relaxed);
     if (offer || !write_at_once(peer, h, out)) {
@@ -629,7 +641,8 @@ class shm_impl {
       posted_.done = true;
   }
 
-  // Copies an offered message out of the sender's memory: one copy, from its buffer to ours.
+  // Copies an offered message out of the sender's memory (its pool in the segment, or its
+  // buffer anywhere, by process_vm_readv): one copy, from its buffer to ours.
   void pull(int s, shm_incoming& in) {
     auto& pb = seg_->pair(s, o_.rank);
     auto st = static_cast<std::uint32_t>(offer_posted);
@@ -644,10 +657,15 @@ class shm_impl {
     auto const bytes = static_cast<std::size_t>(in.header.size);
     auto const pid = seg_->rank(s).pid.load(std::memory_order_relaxed);
     std::string error;
-    auto const* address = reinterpret_cast<std::byte const*>(in.header.address);
-    if (pid == ::getpid() && in.combine != nullptr) {
+    bool const in_pool = in.header.offer == offer_in_pool;
+    auto const* address = in_pool ? seg_->at(in.header.address)
+                                  : reinterpret_cast<std::byte const*>(in.header.address);
+    if (in_pool && !in_pool_of(s, in.header.address, bytes)) {
+      error = "it names bytes " + std::to_string(in.header.address) + " to " +
+              std::to_string(in.header.address + bytes) + " of the segment, outside its pool";
+    } else if ((in_pool || pid == ::getpid()) && in.combine != nullptr) {
       (*in.combine)(in.destination, address, bytes);
-    } else if (pid == ::getpid()) {
+    } else if (in_pool || pid == ::getpid()) {
       std::memcpy(in.destination, address, bytes);
     } else if (in.combine != nullptr) {
       // A piece at a time into staging_, each combined while it is in the cache.
@@ -679,10 +697,17 @@ class shm_impl {
     pb.offer_state.store(offer_done, std::memory_order_release);
     ring_bell(s, false);
     if (!error.empty())
-      fail(errc::peer_closed, "cannot copy rank " + name(s) + "'s message (" +
-                                  std::to_string(bytes) + " bytes, " + tag_text(tag{in.header.tg}) +
-                                  ") out of its memory: " + error +
-                                  (hung_up(s) ? " (rank " + name(s) + " is gone)" : ""));
+      fail(in_pool ? errc::protocol : errc::peer_closed,
+           "cannot copy rank " + name(s) + "'s message (" + std::to_string(bytes) + " bytes, " +
+               tag_text(tag{in.header.tg}) + ") out of its memory: " + error +
+               (hung_up(s) ? " (rank " + name(s) + " is gone)" : ""));
+  }
+
+  // Whether bytes [offset, offset + n) of the segment lie in rank s's pool.
+  bool in_pool_of(int s, std::uint64_t offset, std::size_t n) const noexcept {
+    auto const start = seg_->offset_of(seg_->pool(s));
+    auto const bytes = seg_->pool_bytes();
+    return offset >= start && n <= bytes && offset - start <= bytes - n;
   }
 
   // Moves n bytes of the posted receive's message from the ring into staging_, combining
@@ -1037,6 +1062,8 @@ class shm_impl {
   std::function<void()> external_check_;  // set_external_check
   // What peers read with process_vm_readv at setup to learn whether they may.
   std::uint64_t probe_ = 0;
+  std::shared_ptr<shm_pool> pool_;    // this rank's part of the segment's pools
+  std::uint64_t sent_from_pool_ = 0;  // messages offered from pool_
   std::size_t combine_threshold_ = o_.combine_threshold();  // sendrecv_reduce's, from o_
   // How many looks a wait takes, a pause apart, before it starts to yield (host_cpus.hpp).
   int const paused_looks_ = looks_before_yielding(o_.size);

@@ -6,6 +6,7 @@
 /// GCL_TIMEOUT, GCL_SPIN_US, or a launcher's equivalents) and needs no address: every rank is
 /// on this host.
 
+#include <cerrno>
 #include <chrono>
 #include <cstddef>
 #include <cstdlib>
@@ -70,6 +71,11 @@ struct shm_options {
   /// Unset (the default): `uses_cross_memory_attach` decides from the ranks and the cores.
   /// GCL_SHM_CMA=1 or 0 sets it.
   std::optional<bool> cross_memory_attach;
+  /// Bytes of each rank's pool in the segment (`shm_transport::allocate`), rounded up to a
+  /// page; 0 (the default): no pool. Rank 0's value is the job's (it creates the segment).
+  /// The segment grows by P times this, but a page takes memory only once its rank writes it.
+  /// GCL_SHM_POOL_BYTES sets it (a number of bytes, or with a suffix K, M or G).
+  std::size_t pool_bytes = 0;
   /// The number each rank has in the whole job, for messages (`global_ranks[r]` for rank r of
   /// this one), when this job is one host's part of a larger one (`hybrid_transport`). Empty:
   /// the ranks are named by their own numbers.
@@ -160,12 +166,47 @@ struct shm_options {
                           "' is not a number of bytes in [4096, 2^30]");
       o.ring_bytes = static_cast<std::size_t>(n);
     }
+    if (char const* v = get("GCL_SHM_POOL_BYTES"); v != nullptr && *v != '\0')
+      o.pool_bytes = parse_pool_bytes(v);
     if (o.size > 1 && o.token.empty())
       throw usage_error(
           "gcl: shm_transport needs a job token to find the job's other ranks on this host: set "
           "GCL_TOKEN to a value that its ranks share and other jobs do not (tools/gcl-launch "
           "sets a random one)");
     return o;
+  }
+
+  /// GCL_SHM_POOL_BYTES's value: bytes, or K, M or G of them (powers of 1024), at most 2^40.
+  static std::size_t parse_pool_bytes(char const* v) {
+    char* end = nullptr;
+    errno = 0;
+    unsigned long long n = std::strtoull(v, &end, 10);
+    unsigned shift = 0;
+    if (end != v && *end != '\0' && end[1] == '\0') {
+      switch (*end) {
+        case 'K':
+        case 'k':
+          shift = 10;
+          ++end;
+          break;
+        case 'M':
+        case 'm':
+          shift = 20;
+          ++end;
+          break;
+        case 'G':
+        case 'g':
+          shift = 30;
+          ++end;
+          break;
+        default:
+          break;
+      }
+    }
+    if (end == v || *end != '\0' || *v == '-' || errno != 0 || n > ((1ull << 40) >> shift))
+      throw usage_error("gcl: environment variable GCL_SHM_POOL_BYTES='" + std::string(v) +
+                        "' is not a number of bytes (with K, M or G: powers of 1024) up to 1T");
+    return static_cast<std::size_t>(n << shift);
   }
 
   /// Where the token came from, for messages.

@@ -282,7 +282,7 @@ class shm_rendezvous {
  private:
   int create(std::shared_ptr<shm_segment>& segment) const {
     segment = std::make_shared<shm_segment>();
-    int fd = segment->create(o_.size, o_.ring_size(), prefix_);
+    int fd = segment->create(o_.size, o_.ring_size(), round_page(o_.pool_bytes), prefix_);
     shm_segment::enroll(fd, segment);
     return fd;
   }

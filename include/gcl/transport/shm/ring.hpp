@@ -19,10 +19,17 @@ namespace gcl::detail {
 // What precedes every payload in a ring.
 struct shm_message {
   std::uint32_t tg = 0;
-  std::uint32_t offer = 0;    // 1: no payload follows; the receiver copies it from `address`
-  std::uint64_t size = 0;     // payload bytes
-  std::uint64_t address = 0;  // in the sender's address space, for an offer
-  call_info call;             // the sender's call, compared by the receiver
+  std::uint32_t offer = 0;  // not 0: no payload follows; the receiver copies it from `address`
+  std::uint64_t size = 0;   // payload bytes
+  std::uint64_t address =
+      0;           // offer_by_address: in the sender's memory; offer_in_pool: in the segment
+  call_info call;  // the sender's call, compared by the receiver
+};
+// shm_message::offer: a payload in the ring, or where the receiver reads it instead.
+enum : std::uint32_t {
+  offer_none,        // the payload follows in the ring
+  offer_by_address,  // read from the sender's memory (process_vm_readv, or memcpy in-process)
+  offer_in_pool,     // read from the sender's pool in the segment, mapped by every rank
 };
 
 // Copies n bytes into the ring at stream position `pos` (wrapping at `capacity`).

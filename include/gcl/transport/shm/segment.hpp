@@ -9,11 +9,14 @@
 //   header      magic, sizes, the setup barrier, the job's abort state
 //   ranks[P]    per rank: its futex bell, its pid, its progress (for timeout reports), ended
 //   pairs[P*P]  per (sender, receiver): the ring's head and tail, the offer state, the ring
+//   pools[P]    per rank, page-aligned: memory it hands out (shm_transport::allocate) and its
+//               peers read large messages from where they lie (none unless pool_bytes is set)
 
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -39,7 +42,7 @@ static_assert(std::atomic<std::uint32_t>::is_always_lock_free);
 static_assert(std::atomic<std::int32_t>::is_always_lock_free);
 
 inline constexpr std::uint64_t shm_magic = 0x67636c2d73686d31ull;  // "gcl-shm1"
-inline constexpr std::uint32_t shm_version = 2;
+inline constexpr std::uint32_t shm_version = 3;
 
 // A call_info kept as words, so that another rank reads it without a data race (timeout
 // reports read it while its owner may write it), under a sequence counter.
@@ -80,6 +83,7 @@ struct shm_header {
   std::uint32_t version = shm_version;
   std::uint32_t size = 0;
   std::uint64_t ring_bytes = 0;
+  std::uint64_t pool_bytes = 0;  // of each rank's pool (a multiple of shm_page)
   std::uint64_t total_bytes = 0;
   // Setup barrier: every rank has mapped the segment and probed cross-memory attach.
   alignas(64) std::atomic<std::uint32_t> ready{0};
@@ -144,6 +148,13 @@ inline constexpr std::size_t round64(std::size_t n) noexcept {
   return (n + 63) / 64 * 64;
 }
 
+// The pools start on a page and take whole pages, so that a rank's buffers there share no
+// page (nor cache line) with the rings.
+inline constexpr std::size_t shm_page = 4096;
+inline constexpr std::size_t round_page(std::size_t n) noexcept {
+  return (n + shm_page - 1) / shm_page * shm_page;
+}
+
 // The mapped segment of one job: where each part is.
 class shm_segment {
  public:
@@ -154,20 +165,27 @@ class shm_segment {
     if (base_ != nullptr) ::munmap(base_, bytes_);
   }
 
-  static std::size_t bytes_for(int size, std::size_t ring) noexcept {
+  // The bytes before the pools: what is mapped with MAP_POPULATE.
+  static std::size_t rings_end(int size, std::size_t ring) noexcept {
     auto const p = static_cast<std::size_t>(size);
     return round64(sizeof(shm_header)) + p * sizeof(shm_rank_block) +
            p * p * round64(sizeof(shm_pair_block) + ring);
   }
+  static std::size_t bytes_for(int size, std::size_t ring, std::size_t pool) noexcept {
+    auto const end = rings_end(size, ring);
+    if (pool == 0) return end;
+    return round_page(end) + static_cast<std::size_t>(size) * pool;
+  }
 
   // Rank 0: a new memfd of the right size, mapped and initialised. Returns the descriptor (the
-  // caller passes it to the other ranks and closes it).
-  int create(int size, std::size_t ring, std::string const& prefix) {
+  // caller passes it to the other ranks and closes it). `pool`: bytes of each rank's pool, a
+  // multiple of shm_page.
+  int create(int size, std::size_t ring, std::size_t pool, std::string const& prefix) {
     int fd = ::memfd_create("gcl-shm", MFD_CLOEXEC);
     if (fd < 0)
       throw transport_error(errc::protocol,
                             prefix + "memfd_create failed: " + std::strerror(errno));
-    auto const bytes = bytes_for(size, ring);
+    auto const bytes = bytes_for(size, ring, pool);
     if (::ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
       int e = errno;
       ::close(fd);
@@ -176,9 +194,11 @@ class shm_segment {
                                                 " bytes: " + std::strerror(e));
     }
     map(fd, bytes, prefix);
+    populate(fd, rings_end(size, ring), prefix);
     auto* h = std::construct_at(reinterpret_cast<shm_header*>(base_));
     h->size = static_cast<std::uint32_t>(size);
     h->ring_bytes = ring;
+    h->pool_bytes = pool;
     h->total_bytes = bytes;
     for (int r = 0; r < size; ++r) std::construct_at(&rank(r));
     for (int s = 0; s < size; ++s)
@@ -195,12 +215,13 @@ class shm_segment {
     auto const& h = header();
     if (h.magic != shm_magic || h.version != shm_version ||
         h.size != static_cast<std::uint32_t>(size) || h.total_bytes != bytes_ ||
-        bytes_for(size, h.ring_bytes) != bytes_)
+        h.pool_bytes % shm_page != 0 || bytes_for(size, h.ring_bytes, h.pool_bytes) != bytes_)
       throw transport_error(errc::protocol,
                             prefix +
                                 "rank 0's shared segment is not of this version of gcl or "
                                 "not of a job of " +
                                 std::to_string(size) + " ranks");
+    populate(fd, rings_end(size, h.ring_bytes), prefix);
   }
 
   // The mapping of the segment behind `fd` in this process: ranks that are threads of one
@@ -237,6 +258,17 @@ class shm_segment {
     return pair_base(from, to) + round64(sizeof(shm_pair_block));
   }
   std::size_t ring_bytes() const noexcept { return header().ring_bytes; }
+  std::size_t pool_bytes() const noexcept { return header().pool_bytes; }
+  // Rank r's pool: pool_bytes() bytes from here.
+  std::byte* pool(int r) const noexcept {
+    return base_ + round_page(rings_end(size(), ring_bytes())) +
+           static_cast<std::size_t>(r) * pool_bytes();
+  }
+  // Where `p` lies in the segment (for a message that names a place in a pool).
+  std::uint64_t offset_of(std::byte const* p) const noexcept {
+    return static_cast<std::uint64_t>(p - base_);
+  }
+  std::byte* at(std::uint64_t offset) const noexcept { return base_ + offset; }
   int size() const noexcept { return static_cast<int>(header().size); }
 
  private:
@@ -252,16 +284,26 @@ class shm_segment {
   // ring faults (allocated, zeroed, mapped in each process) the first time the ring's head
   // passes it: measured at P = 2 (4-byte all_reduce, 20,000 calls back to back, 1 MiB rings),
   // a mean per call of 0.6-2.3 us over the first pass against a median of 0.4 (with 16 KiB
-  // rings, touched within the first calls, the mean was the median). The segment is about
-  // 2 MiB per rank.
+  // rings, touched within the first calls, the mean was the median). The rings are about
+  // 2 MiB per rank. The pools are not populated: a page of one takes memory only once its
+  // owner writes it (the user's buffer), and a peer maps it on its first read.
   void map(int fd, std::size_t bytes, std::string const& prefix) {
-    void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
+    void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (p == MAP_FAILED)
       throw transport_error(errc::protocol, prefix + "cannot map the shared segment (" +
                                                 std::to_string(bytes) +
                                                 " bytes): " + std::strerror(errno));
     base_ = static_cast<std::byte*>(p);
     bytes_ = bytes;
+  }
+  // Maps the first n bytes again, in place, with MAP_POPULATE: the header and the rings.
+  void populate(int fd, std::size_t n, std::string const& prefix) {
+    n = std::min(n, bytes_);
+    if (::mmap(base_, n, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED | MAP_POPULATE, fd, 0) ==
+        MAP_FAILED)
+      throw transport_error(errc::protocol, prefix + "cannot map the shared segment's rings (" +
+                                                std::to_string(n) +
+                                                " bytes): " + std::strerror(errno));
   }
   std::byte* pair_base(int from, int to) const noexcept {
     auto const p = static_cast<std::size_t>(header().size);

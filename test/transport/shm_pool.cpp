@@ -1,0 +1,256 @@
+#define BOOST_TEST_MODULE transport_shm_pool
+#include <boost/test/unit_test.hpp>
+
+// Buffers in the job's pool (shm_transport::allocate, doc/shm.md "Buffers in the pool"): every
+// rank maps every pool, so a large message sent from one is read by its receiver where it lies.
+// Results must be exact on that path for every way a message travels (send/recv, sendrecv,
+// sendrecv_reduce's combine, a message that arrives before its receive), between processes
+// and between threads; the path must actually be taken (sent_from_pool counts it); a message
+// that only partly lies in the pool must not take it; the pool's bookkeeping must hand out and
+// take back memory, and a job without room must say what to set.
+
+#include <gcl/gcl.hpp>
+#include <gcl/spawn.hpp>
+#include <gcl/transport/shm.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "shm_fork.hpp"
+
+namespace {
+
+// Offers from 16 KiB (as the other shm tests), so that these sizes take the large path.
+constexpr std::size_t offer_bytes = 16 * 1024;
+
+gcl::shm_options with_pool(std::size_t bytes) {
+  gcl::shm_options o;
+  o.pool_bytes = bytes;
+  o.offer_bytes = offer_bytes;
+  o.cross_memory_attach = false;  // else large messages from outside the pool are offered too
+  o.timeout = std::chrono::seconds{60};
+  return o;
+}
+
+// Values that sums of up to 8 ranks keep exact in float.
+float value(int rank, std::size_t i) {
+  return static_cast<float>((rank + 1) * 1000 + static_cast<int>(i % 977));
+}
+
+// What this rank's checks found wrong ("" if nothing), and how many messages it sent from its
+// pool. Every rank runs the same calls.
+template <class Comm>
+std::string exercise(Comm& comm, std::uint64_t& from_pool) {
+  int const p = comm.size(), me = comm.rank();
+  std::string wrong;
+  auto check = [&](bool ok, std::string const& what) {
+    if (!ok && wrong.empty()) wrong = "rank " + std::to_string(me) + ": " + what;
+  };
+  auto sum_at = [&](std::size_t i) {
+    float s = 0;
+    for (int r = 0; r < p; ++r) s += value(r, i);
+    return s;
+  };
+  for (std::size_t n : {std::size_t{5000}, std::size_t{65536}, std::size_t{300001}}) {
+    auto buf = comm.transport().template allocate<float>(n);
+    check(buf.in_pool() && buf.size() == n, "allocate gave no pool buffer");
+    auto fill = [&] {
+      for (std::size_t i = 0; i < n; ++i) buf[i] = value(me, i);
+    };
+    // all_reduce by every algorithm that reduces through sendrecv_reduce or sendrecv
+    auto all_reduce_is_exact = [&](auto alg, char const* name) {
+      fill();
+      gcl::all_reduce(comm, buf, gcl::sum{}, alg);
+      bool ok = true;
+      for (std::size_t i = 0; i < n && ok; ++i) ok = buf[i] == sum_at(i);
+      check(ok, std::string("all_reduce ") + name + " of " + std::to_string(n) + " floats");
+    };
+    all_reduce_is_exact(gcl::ring{}, "ring");
+    all_reduce_is_exact(gcl::halving_doubling{}, "halving_doubling");
+    all_reduce_is_exact(gcl::recursive_doubling{}, "recursive_doubling");
+    all_reduce_is_exact(gcl::tree{}, "tree");
+    all_reduce_is_exact(gcl::by_size{}, "by_size");
+    // broadcast from the last rank
+    fill();
+    gcl::broadcast(comm, buf, p - 1);
+    bool ok = true;
+    for (std::size_t i = 0; i < n && ok; ++i) ok = buf[i] == value(p - 1, i);
+    check(ok, "broadcast of " + std::to_string(n) + " floats");
+    // a send that arrives before its receive is posted: each rank sends to the next, then
+    // receives from the previous into ordinary memory
+    if (p > 1) {
+      fill();
+      std::vector<float> got(n);
+      int const next = (me + 1) % p, prev = (me + p - 1) % p;
+      if (me % 2 == 0) {
+        comm.send(next, std::span<float const>(buf));
+        comm.recv(prev, got);
+      } else {
+        comm.recv(prev, got);
+        comm.send(next, std::span<float const>(buf));
+      }
+      ok = true;
+      for (std::size_t i = 0; i < n && ok; ++i) ok = got[i] == value(prev, i);
+      check(ok, "send/recv of " + std::to_string(n) + " floats");
+    }
+  }
+  from_pool = comm.transport().sent_from_pool();
+  return wrong;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(processes_read_large_messages_from_the_pool_exactly) {
+  for (int p : {2, 3, 4}) {
+    auto outcomes = gcl_test::run_job(p, with_pool(4 << 20), [](auto& comm) {
+      std::uint64_t from_pool = 0;
+      auto wrong = exercise(comm, from_pool);
+      return wrong.empty() ? std::to_string(from_pool) : "wrong: " + wrong;
+    });
+    for (int r = 0; r < p; ++r) {
+      BOOST_TEST_REQUIRE(outcomes[r].exited_with(0),
+                         "P=" << p << " rank " << r << ": " << outcomes[r].error);
+      auto const& out = outcomes[r].output;
+      BOOST_TEST_REQUIRE((!out.empty() && out.find("wrong") == std::string::npos),
+                         "P=" << p << ": " << out);
+      BOOST_TEST(std::stoull(out) > 10u,
+                 "P=" << p << " rank " << r << " sent " << out << " messages from its pool");
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(threads_read_large_messages_from_the_pool_exactly) {
+  for (int p : {2, 5}) {
+    auto got = gcl::spawn<gcl::shm_transport>(
+        p,
+        [](auto& comm) {
+          std::uint64_t from_pool = 0;
+          auto wrong = exercise(comm, from_pool);
+          return std::make_pair(wrong, from_pool);
+        },
+        with_pool(4 << 20));
+    for (auto const& [wrong, from_pool] : got) {
+      BOOST_TEST(wrong == "");
+      BOOST_TEST(from_pool > 10u);
+    }
+  }
+}
+
+// Only a message that lies wholly in the sender's pool is read there (its last bytes included);
+// one from ordinary memory goes through the rings, and arrives intact. (The pool ends the
+// segment: no message can start in it and run past its end.)
+BOOST_AUTO_TEST_CASE(only_messages_in_the_pool_are_read_in_place) {
+  auto got = gcl::spawn<gcl::shm_transport>(
+      2,
+      [](auto& comm) {
+        auto& t = comm.transport();
+        std::size_t const pool = t.config().pool_bytes;
+        auto all = t.template allocate<std::byte>(pool);  // the whole pool
+        std::vector<std::byte> outside(64 * 1024, std::byte{7});
+        bool ok = true;
+        auto all_are = [](auto const& v, std::byte b) {
+          return std::all_of(v.begin(), v.end(), [&](std::byte x) { return x == b; });
+        };
+        if (comm.rank() == 0) {
+          std::fill(all.begin(), all.end(), std::byte{3});
+          comm.send(1, std::span<std::byte const>(outside));
+          comm.send(1, std::span<std::byte const>(all.data() + pool - 32 * 1024, 32 * 1024));
+          comm.send(1, std::span<std::byte const>(all.data(), 64 * 1024));
+        } else {
+          std::vector<std::byte> got(64 * 1024), tail(32 * 1024);
+          comm.recv(0, got);
+          ok = ok && all_are(got, std::byte{7});
+          comm.recv(0, tail);
+          ok = ok && all_are(tail, std::byte{3});
+          comm.recv(0, got);
+          ok = ok && all_are(got, std::byte{3});
+        }
+        return std::make_pair(ok, t.sent_from_pool());
+      },
+      with_pool(256 * 1024));
+  BOOST_TEST(got[1].first);
+  BOOST_TEST(got[0].second == 2u);  // the pool's last 32 KiB and its first 64; not the other
+}
+
+BOOST_AUTO_TEST_CASE(a_job_without_room_says_what_to_set) {
+  auto message_of = [](std::size_t pool, std::size_t ask) {
+    return gcl::spawn<gcl::shm_transport>(
+        1,
+        [&](auto& comm) -> std::string {
+          try {
+            auto b = comm.transport().template allocate<float>(ask);
+          } catch (gcl::usage_error const& e) {
+            return e.what();
+          }
+          return "";
+        },
+        with_pool(pool))[0];
+  };
+  auto none = message_of(0, 10);
+  BOOST_TEST(none.find("no pool") != std::string::npos, none);
+  BOOST_TEST(none.find("GCL_SHM_POOL_BYTES") != std::string::npos, none);
+  auto small = message_of(64 * 1024, 64 * 1024);  // 256 KiB of floats in a 64 KiB pool
+  BOOST_TEST(small.find("262144 bytes") != std::string::npos, small);
+  BOOST_TEST(small.find("65536 bytes has 65536 free") != std::string::npos, small);
+  BOOST_TEST(message_of(64 * 1024, 16 * 1024) == "");  // exactly the pool
+}
+
+// Blocks come back to the pool when their buffers go, and neighbours merge again, so that the
+// whole pool can be handed out in one piece afterwards; a buffer outlives its transport.
+BOOST_AUTO_TEST_CASE(the_pool_takes_blocks_back_and_a_buffer_outlives_its_transport) {
+  gcl::shm_buffer<int> kept;
+  gcl::spawn<gcl::shm_transport>(
+      1,
+      [&](auto& comm) {
+        auto& t = comm.transport();
+        {
+          auto a = t.template allocate<std::byte>(16 * 1024);
+          auto b = t.template allocate<std::byte>(16 * 1024);
+          auto c = t.template allocate<std::byte>(32 * 1024);
+          BOOST_CHECK_THROW(t.template allocate<std::byte>(1), gcl::usage_error);  // full
+          BOOST_TEST(b.data() == a.data() + 16 * 1024);
+          a = {};
+          c = {};
+          auto d = t.template allocate<std::byte>(16 * 1024);  // first fit: where a was
+          BOOST_TEST(d.data() == b.data() - 16 * 1024);
+        }
+        auto whole = t.template allocate<std::byte>(64 * 1024);  // all of it merged back
+        BOOST_TEST(whole.size() == 64u * 1024);
+        whole = {};
+        kept = t.template allocate<int>(1000);
+        BOOST_TEST(kept.in_pool());
+        BOOST_TEST(std::all_of(kept.begin(), kept.end(), [](int v) { return v == 0; }));
+      },
+      with_pool(64 * 1024));
+  std::iota(kept.begin(), kept.end(), 0);  // the transport is gone; the memory is not
+  BOOST_TEST(kept[999] == 999);
+}
+
+BOOST_AUTO_TEST_CASE(pool_bytes_from_the_environment) {
+  auto pool = [](char const* v) {
+    return gcl::shm_options::from_env([&](char const* n) -> char const* {
+             std::string_view name(n);
+             if (name == "GCL_SHM_POOL_BYTES") return v;
+             if (name == "GCL_WORLD_SIZE") return "1";
+             if (name == "GCL_RANK") return "0";
+             return nullptr;
+           })
+        .pool_bytes;
+  };
+  BOOST_TEST(pool("4096") == 4096u);
+  BOOST_TEST(pool("64M") == std::size_t{64} << 20);
+  BOOST_TEST(pool("2g") == std::size_t{2} << 30);
+  BOOST_TEST(pool("") == 0u);
+  for (char const* bad : {"12x", "-1", "M", "3KB", "2048G"}) {
+    try {
+      pool(bad);
+      BOOST_ERROR("GCL_SHM_POOL_BYTES=" << bad << " was accepted");
+    } catch (gcl::usage_error const& e) {
+      BOOST_TEST(std::string(e.what()).find("GCL_SHM_POOL_BYTES='" + std::string(bad) + "'") !=
+                 std::string::npos);
+    }
+  }
+}
