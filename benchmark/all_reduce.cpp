@@ -7,8 +7,8 @@ struct all_reduce_call {
   static constexpr std::string_view default_algorithm = "by_size";  // gcl::all_reduce's default
   template <class Alg, class Comm, class T, class Op>
   static constexpr bool supports = gcl::all_reduce_algorithm<Alg, Comm, T, Op>;
-  template <class Comm, class T, class Op, class Alg>
-  static void run(Comm& comm, bench::buffers<T>& b, Op const& op, int, Alg const& alg) {
+  template <class Comm, class Buffers, class Op, class Alg>
+  static void run(Comm& comm, Buffers& b, Op const& op, int, Alg const& alg) {
     gcl::all_reduce(comm, b.in, op, alg);
   }
 };

@@ -6,8 +6,8 @@ struct all_to_all_call {
   static constexpr std::string_view default_algorithm = "direct";
   template <class Alg, class Comm, class T, class Op>
   static constexpr bool supports = gcl::all_to_all_algorithm<Alg, Comm, T>;
-  template <class Comm, class T, class Op, class Alg>
-  static void run(Comm& comm, bench::buffers<T>& b, Op const&, int, Alg const& alg) {
+  template <class Comm, class Buffers, class Op, class Alg>
+  static void run(Comm& comm, Buffers& b, Op const&, int, Alg const& alg) {
     gcl::all_to_all(comm, b.in, b.out, alg);
   }
 };

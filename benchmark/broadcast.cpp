@@ -6,8 +6,8 @@ struct broadcast_call {
   static constexpr std::string_view default_algorithm = "tree";
   template <class Alg, class Comm, class T, class Op>
   static constexpr bool supports = gcl::broadcast_algorithm<Alg, Comm, T>;
-  template <class Comm, class T, class Op, class Alg>
-  static void run(Comm& comm, bench::buffers<T>& b, Op const&, int root, Alg const& alg) {
+  template <class Comm, class Buffers, class Op, class Alg>
+  static void run(Comm& comm, Buffers& b, Op const&, int root, Alg const& alg) {
     gcl::broadcast(comm, b.in, root, alg);
   }
 };

@@ -326,37 +326,46 @@ std::uint64_t count_wrong(collective c, std::string_view op, int rank, int world
 
 /// One rank's buffers for the per-rank element count `n` (the size column / element size), in
 /// the layout of the collective: `in` only (in place) for all_reduce and broadcast, `in` and
-/// `out` for the others, with P blocks of n / P on the blocked side(s).
-template <class T>
+/// `out` for the others, with P blocks of n / P on the blocked side(s). They live in what
+/// `make(count)` returns (anything with data(): a std::vector by default; gcl's programs take
+/// memory from their transport's pool with --pool).
+template <class T, class Storage = std::vector<T>>
 struct buffers {
   collective kind;
-  std::vector<T> in, out;
-  buffers(collective c, std::uint64_t n, int world) : kind(c) {
-    std::uint64_t blk = n / static_cast<std::uint64_t>(world);
+  Storage in_store, out_store;
+  std::span<T> in, out;
+  template <class Make = Storage (*)(std::size_t)>
+  buffers(collective c, std::uint64_t n, int world, Make make = &zeros) : kind(c) {
+    std::uint64_t const blk = n / static_cast<std::uint64_t>(world);
+    std::uint64_t in_n = n, out_n = 0;
     switch (c) {
       case collective::all_reduce:
       case collective::broadcast:
-        in.resize(n);
         break;
       case collective::reduce_scatter:
-        in.resize(n);
-        out.resize(blk);
+        out_n = blk;
         break;
       case collective::all_gather:
-        in.resize(blk);
-        out.resize(n);
+        in_n = blk;
+        out_n = n;
         break;
       case collective::all_to_all:
-        in.resize(n);
-        out.resize(n);
+        out_n = n;
         break;
     }
+    in_store = make(static_cast<std::size_t>(in_n));
+    out_store = make(static_cast<std::size_t>(out_n));
+    in = {in_store.data(), static_cast<std::size_t>(in_n)};
+    out = {out_store.data(), static_cast<std::size_t>(out_n)};
   }
   /// Where the collective's result is.
   std::span<T const> result() const {
     if (kind == collective::all_reduce || kind == collective::broadcast) return in;
     return out;
   }
+
+ private:
+  static Storage zeros(std::size_t count) { return Storage(count); }
 };
 
 /// Input for the timed iterations: values that repeated in-place reductions leave unchanged

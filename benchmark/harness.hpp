@@ -8,8 +8,8 @@
 ///       static constexpr std::string_view default_algorithm = "ring";
 ///       template <class Alg, class Comm, class T, class Op>
 ///       static constexpr bool supports = gcl::all_reduce_algorithm<Alg, Comm, T, Op>;
-///       template <class Comm, class T, class Op, class Alg>
-///       static void run(Comm& c, bench::buffers<T>& b, Op const& op, int, Alg const& a) {
+///       template <class Comm, class Buffers, class Op, class Alg>  // Buffers: bench::buffers<T,
+///       ...> static void run(Comm& c, Buffers& b, Op const& op, int, Alg const& a) {
 ///         gcl::all_reduce(c, b.in, op, a);
 ///       }
 ///     };
@@ -79,6 +79,7 @@ struct gcl_options : options {
   std::string bind = "auto";  ///< auto (as Open MPI: core if P <= cores, else none), core, none
   bool calibrate = false;     ///< calibrate the cost model on the live transport first
   std::uint64_t ring_segment_bytes = 0;  ///< ring's segment_bytes (0: unsegmented)
+  bool pool = false;  ///< message buffers from the transport's pool (shm_transport::allocate)
 };
 
 namespace detail {
@@ -152,8 +153,7 @@ std::uint64_t sweep(Comm& comm, gcl_options const& o, Op const& op, Alg const& a
   constexpr collective kind = Call::kind;
   printer out(o, kind, p, impl, std::string(Alg::name));
   if (me == 0) out.begin();
-  for (std::uint64_t n : sweep_counts(o, kind, p)) {
-    buffers<T> b(kind, n, p);
+  auto one_size = [&](std::uint64_t n, auto& b) {
     std::uint64_t wrong = 0;
     if (o.check) {
       fill_check_input<T>(kind, o.op, me, p, o.root, b.in);
@@ -179,6 +179,19 @@ std::uint64_t sweep(Comm& comm, gcl_options const& o, Op const& op, Alg const& a
       r.pred_us = predicted_us<Call>(model, alg, p, n, sizeof(T));
       out.print(r);
     }
+  };
+  for (std::uint64_t n : sweep_counts(o, kind, p)) {
+    // --pool: the buffers in the transport's pool, which the peers read in place (checked in run)
+    if constexpr (requires { comm.transport().template allocate<T>(std::size_t{1}); }) {
+      if (o.pool) {
+        buffers<T, gcl::shm_buffer<T>> b(
+            kind, n, p, [&](std::size_t k) { return comm.transport().template allocate<T>(k); });
+        one_size(n, b);
+        continue;
+      }
+    }
+    buffers<T> b(kind, n, p);
+    one_size(n, b);
   }
   if (me == 0) out.end();
   return out.total_wrong();
@@ -292,6 +305,10 @@ int run(int argc, char** argv) {
                  "one while the next arrives (suffixes K, M; 0: whole chunks)")
       ->transform(CLI::AsSizeValue(false))
       ->capture_default_str();
+  app.add_flag("--pool", o.pool,
+               "shm and auto: the message buffers in the transport's pool, which the other ranks "
+               "of the host read in place (shm_transport::allocate; the pool is sized to fit "
+               "them unless GCL_SHM_POOL_BYTES says otherwise)");
   app.add_flag("--calibrate", o.calibrate,
                "measure the cost model on this transport first (pred column, automatic)");
   app.add_option("--timeout", o.timeout_s, "seconds any blocking call may wait")
@@ -314,12 +331,18 @@ int run(int argc, char** argv) {
   if (o.root < 0 || o.root >= world)
     return gcl_cli::usage_error(app, "--root " + std::to_string(o.root) +
                                          " is not a rank of a world of " + std::to_string(world));
+  if (o.pool && o.transport != "shm" && o.transport != "auto")
+    return gcl_cli::usage_error(
+        app, "--pool: --transport " + o.transport + " has no pool (shm and auto have)");
+  // The pool holds the largest size's buffers (in and out), each rounded up to 64 bytes.
+  if (o.pool && std::getenv("GCL_SHM_POOL_BYTES") == nullptr)
+    ::setenv("GCL_SHM_POOL_BYTES", std::to_string(2 * o.max_bytes + (1u << 20)).c_str(), 1);
   // A process is pinned before its transport starts (threads it starts inherit the mask).
   if (job) detail::bind_rank(o.bind, job->rank, job->size);
 
   std::uint64_t wrong = 0;
   try {
-    std::string const label = "gcl " + o.transport;
+    std::string const label = "gcl " + o.transport + (o.pool ? " pool" : "");
     auto const wrongs = gcl_cli::run_ranks(
         o.transport, job, o.world_size,
         std::chrono::milliseconds(static_cast<long long>(o.timeout_s * 1000)), [&](auto& comm) {

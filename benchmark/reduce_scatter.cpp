@@ -6,8 +6,8 @@ struct reduce_scatter_call {
   static constexpr std::string_view default_algorithm = "ring";
   template <class Alg, class Comm, class T, class Op>
   static constexpr bool supports = gcl::reduce_scatter_algorithm<Alg, Comm, T, Op>;
-  template <class Comm, class T, class Op, class Alg>
-  static void run(Comm& comm, bench::buffers<T>& b, Op const& op, int, Alg const& alg) {
+  template <class Comm, class Buffers, class Op, class Alg>
+  static void run(Comm& comm, Buffers& b, Op const& op, int, Alg const& alg) {
     gcl::reduce_scatter(comm, b.in, b.out, op, alg);
   }
 };

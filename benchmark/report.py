@@ -28,11 +28,16 @@ SECTIONS = [("inproc", [("vader", "Open MPI", "Open MPI vader")],
             ("shm", [("vader", "Open MPI", "Open MPI vader"), ("inproc", "gcl threads", "gcl threads")],
              "processes over shared memory (gcl shm, one process per rank) vs Open MPI shared "
              "memory (btl vader), and gcl's own threads"),
+            ("shm-pool", [("vader", "Open MPI", "Open MPI vader"), ("inproc", "gcl threads", "gcl threads")],
+             "processes over shared memory with the buffers in the job's pool (gcl shm --pool, "
+             "doc/shm.md) vs Open MPI shared memory (btl vader), and gcl's own threads"),
             ("tcp", [("mpitcp", "Open MPI", "Open MPI TCP"), ("gloo", "Gloo", "Gloo TCP")],
              "TCP loopback (gcl tcp, one process per rank) vs Open MPI TCP (btl tcp, lo) and Gloo TCP")]
-TRANSPORT = {"inproc": "threads", "shm": "shared memory", "tcp": "TCP loopback"}
+TRANSPORT = {"inproc": "threads", "shm": "shared memory", "shm-pool": "shared memory, pool",
+             "tcp": "TCP loopback"}
 # gcl's curves in the plots: "gcl threads by_size", "gcl shm by_size", "gcl TCP ring", ...
-PLOT_NAME = {"inproc": "gcl threads", "shm": "gcl shm", "tcp": "gcl TCP"}
+PLOT_NAME = {"inproc": "gcl threads", "shm": "gcl shm", "shm-pool": "gcl shm pool",
+             "tcp": "gcl TCP"}
 # When a peer is gcl itself (its threads beside its processes), the algorithm compared.
 PEER_ALGORITHM = "by_size"
 MODES = {"b2b": "back to back: one barrier, then the calls with nothing in between, a timestamp "

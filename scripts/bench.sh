@@ -5,6 +5,7 @@
 # the other so that they share the machine's state:
 #   gcl inproc (threads)                     vs  Open MPI shared memory (--mca btl self,vader)
 #   gcl shm (tools/gcl-launch, 1 proc/rank)  vs  Open MPI shared memory, and gcl's threads
+#   gcl shm --pool (buffers in the job's pool) vs the same
 #   gcl tcp (tools/gcl-launch, 1 proc/rank)  vs  Open MPI TCP (--mca btl self,tcp, lo)
 #                                            and Gloo TCP (torch.distributed's CPU backend,
 #                                                tools/gcl-launch, 1 proc/rank; no reduce_scatter;
@@ -184,6 +185,8 @@ for rep in $(seq 1 "$reps"); do
           aopt=(); [[ $a != default ]] && aopt=(--algorithm "$a")
           gcl_sweep "r${rep}_${c}_p${p}_shm_$a" "$repo/tools/gcl-launch" -p "$p" -- "$bin/$c" --transport shm "${aopt[@]}" --label shm
         done
+        # The same with the buffers in the job's pool (read in place), gcl's default algorithm.
+        gcl_sweep "r${rep}_${c}_p${p}_shmpool" "$repo/tools/gcl-launch" -p "$p" -- "$bin/$c" --transport shm --pool --label shm-pool
       fi
       if [[ " $transports " == *" inproc "* || " $transports " == *" shm "* ]]; then
         gcl_sweep "r${rep}_${c}_p${p}_vader" "${mpirun[@]}" -n "$p" --mca btl self,vader "$bin/mpi/$c" --label vader
