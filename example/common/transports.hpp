@@ -94,10 +94,22 @@ void set_timeout(Options& o, std::chrono::milliseconds t) {
     o.timeout = t;
 }
 
+// GCL_SHM_POOL_BYTES, which Options::from_env reads for a process, for ranks that are threads.
+template <class Options>
+void set_pool_from_env(Options& o) {
+  char const* v = std::getenv("GCL_SHM_POOL_BYTES");
+  if (v == nullptr || *v == '\0') return;
+  if constexpr (requires { o.pool_bytes; })
+    o.pool_bytes = gcl::shm_options::parse_pool_bytes(v);
+  else if constexpr (requires { o.shm_pool_bytes; })
+    o.shm_pool_bytes = gcl::shm_options::parse_pool_bytes(v);
+}
+
 template <class Transport, class Options, class F>
 auto run_threads(int n, F& f, std::chrono::milliseconds timeout) {
   Options o;
   set_timeout(o, timeout);
+  set_pool_from_env(o);
   return gcl::spawn<Transport>(n, f, o);
 }
 

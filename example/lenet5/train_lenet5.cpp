@@ -163,6 +163,10 @@ int main(int argc, char** argv) {
   app.add_flag("--overlap", cfg.overlap,
                "--sync grads: start each bucket's non-blocking all_reduce as soon as the backward "
                "pass has computed it, as DDP does (same result as without)");
+  app.add_flag("--pool", cfg.pool,
+               "shm and auto: the parameter and gradient arenas in the transport's pool, which the "
+               "host's other ranks read in place (doc/shm.md; sizes the pool unless "
+               "GCL_SHM_POOL_BYTES is set)");
   app.add_option("--optimizer", cfg.optimizer, "sgd, momentum, sign, adam, adam_simplified")
       ->check(CLI::IsMember({"sgd", "momentum", "sign", "adam", "adam_simplified"}));
   app.add_option("--lr", cfg.lr, "learning rate (step size alpha)")->check(CLI::Range(1e-9f, 1e3f));
@@ -223,6 +227,12 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
+  if (cfg.pool && transport != "shm" && transport != "auto")
+    return gcl_cli::usage_error(
+        app, "--pool: --transport " + transport + " has no pool (shm and auto have)");
+  // Room for both arenas, each rounded up to 64 bytes, and more.
+  if (cfg.pool && std::getenv("GCL_SHM_POOL_BYTES") == nullptr)
+    ::setenv("GCL_SHM_POOL_BYTES", "4M", 1);
 
   // Ranks are threads on few cores: BLAS must not start threads of its own per call.
   lenet5::set_blas_threads(threads);

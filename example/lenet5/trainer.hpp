@@ -32,6 +32,8 @@
 #include <variant>
 #include <vector>
 
+#include <gcl/transport/shm/buffer.hpp>
+
 #include "algorithms.hpp"
 #include "buckets.hpp"
 #include "idx.hpp"
@@ -66,6 +68,10 @@ struct train_config {
   std::size_t bucket_kib = 64;
   /// sync = grads: start each bucket's non-blocking all_reduce during the backward pass
   bool overlap = false;
+  /// The parameter and gradient arenas in the transport's pool (shm and auto:
+  /// `shm_transport::allocate`), which the host's other ranks read in place: a large message
+  /// from there is one copy instead of two (doc/shm.md, "Buffers in the pool").
+  bool pool = false;
 };
 
 /// One evaluation: after `iteration` steps, the accuracy on the test images.
@@ -159,7 +165,18 @@ train_result train(Comm& comm, mnist const& data, train_config const& cfg) {
     throw std::invalid_argument(
         "--overlap: this transport has no non-blocking all_reduce (inproc, shm and tcp have)");
 
-  std::vector<float> params(network<float>::parameter_count), grads(params.size());
+  // The arenas: from the transport's pool with `pool`, else ordinary memory.
+  auto arena = [&](std::size_t n) {
+    if constexpr (requires { comm.transport().template allocate<float>(n); }) {
+      if (cfg.pool) return comm.transport().template allocate<float>(n);
+    } else if (cfg.pool) {
+      throw std::invalid_argument("--pool: this transport has no pool (shm and auto have)");
+    }
+    return gcl::shm_buffer<float>::make(nullptr, n);
+  };
+  auto params_arena = arena(network<float>::parameter_count);
+  auto grads_arena = arena(network<float>::parameter_count);
+  std::span<float> const params = params_arena, grads = grads_arena;
   network<float> net(params, grads);
   net.init(cfg.seed);  // same seed on every rank: same start
   auto opt = detail::make_optimizer(cfg);
@@ -370,7 +387,7 @@ train_result train(Comm& comm, mnist const& data, train_config const& cfg) {
   res.comm_hidden_seconds = std::max(0.0, run_s - comm_s);
   res.comm_hidden_share = run_s > 0 ? res.comm_hidden_seconds / run_s : 0;
   res.buckets = buckets.size();
-  res.parameters = params;
+  res.parameters.assign(params.begin(), params.end());
   return res;
 }
 

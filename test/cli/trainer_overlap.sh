@@ -6,7 +6,8 @@
 # buckets. 3 ranks,
 # not 2: a sum of two floats is the same in any order, so with 2 ranks other buckets would give
 # the same bits and the comparison could not fail (checked below: other buckets, other hash).
-# It also says what it hid (text and --json), and refuses what it cannot do.
+# It also says what it hid (text and --json), and refuses what it cannot do. --pool (the arenas
+# in the shm pool) gives the same bits as processes over shm and auto.
 #
 # Usage: trainer_overlap.sh SOURCE_DIR path/to/train_lenet5 [WITH_TCP=1]
 set -euo pipefail
@@ -64,6 +65,22 @@ if ((with_tcp)); then
     fail "--overlap over auto (hybrid) processes: hash $got, blocking's is $want: $(cat "$tmp/overlap_auto_processes")"
   echo "overlap, default buckets, auto (hybrid) processes: $got"
 fi
+
+# --pool: the arenas in the shm pool, processes under the launcher over shm and auto: the bits
+# of ordinary memory (one bucket: the arena's ring chunks, 80 KiB, are read in place); and a
+# transport without a pool is refused.
+want=${blocking_hash[1024]}
+pool_over=(shm)
+((with_tcp)) && pool_over+=(auto)
+for t in "${pool_over[@]}"; do
+  run "pool_$t" "${launch[@]}" "$trainer" "${args[@]}" -t "$t" --bucket-kib 1024 --pool
+  [[ $got == "$want" ]] || fail "--pool over $t processes: hash $got, ordinary memory's is $want: $(cat "$tmp/pool_$t")"
+  echo "blocking, --bucket-kib 1024, --pool, $t processes: $got"
+done
+if "$trainer" "${args[@]}" -p 3 -t inproc --pool >"$tmp/pool_inproc" 2>&1; then
+  fail "--pool over inproc was accepted"
+fi
+grep -q -- "--pool: --transport inproc has no pool" "$tmp/pool_inproc" || fail "--pool over inproc: $(cat "$tmp/pool_inproc")"
 
 # It says what it hid: in the header, the summary, RESULT and --json.
 out=$tmp/overlap_64_inproc

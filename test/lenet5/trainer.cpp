@@ -13,6 +13,8 @@
 #include <random>
 #include <vector>
 
+#include <gcl/transport/shm.hpp>
+
 #include "trainer.hpp"
 
 namespace {
@@ -178,6 +180,40 @@ BOOST_AUTO_TEST_CASE(overlap_gives_the_bits_of_the_blocking_buckets) {
         BOOST_TEST(blocking[0].comm_hidden_share == 0);
       }
     }
+}
+
+// The arenas in the shm pool (--pool): the same bits as in ordinary memory, and the arenas'
+// large messages are read in place (counted); a transport without a pool refuses.
+BOOST_AUTO_TEST_CASE(arenas_in_the_pool_give_the_same_bits) {
+  gcl::shm_options o;
+  o.pool_bytes = 1 << 20;
+  o.timeout = std::chrono::seconds{60};
+  for (std::string sync : {"params", "grads"}) {
+    BOOST_TEST_CONTEXT("sync " << sync) {
+      auto c = small(sync);
+      c.bucket_kib = 1024;  // grads: the whole arena in one all_reduce, 120 KiB ring chunks
+      auto train_shm = [&](bool pool) {
+        c.pool = pool;
+        return gcl::spawn<gcl::shm_transport>(
+            2,
+            [&](auto& comm) {
+              auto r = lenet5::train(comm, data(), c);
+              return std::make_pair(r.parameters, comm.transport().sent_from_pool());
+            },
+            o);
+      };
+      auto ordinary = train_shm(false);
+      auto pooled = train_shm(true);
+      for (int k = 0; k < 2; ++k) {
+        BOOST_TEST((pooled[k].first == ordinary[0].first));
+        BOOST_TEST(ordinary[k].second == 0u);
+        BOOST_TEST(pooled[k].second > 0u);
+      }
+    }
+  }
+  auto c = small("params");
+  c.pool = true;
+  BOOST_CHECK_THROW(run(2, c), std::invalid_argument);  // inproc has no pool
 }
 
 BOOST_AUTO_TEST_CASE(bad_configuration) {
