@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -196,6 +197,14 @@ BOOST_AUTO_TEST_CASE(a_job_without_room_says_what_to_set) {
   BOOST_TEST(small.find("262144 bytes") != std::string::npos, small);
   BOOST_TEST(small.find("65536 bytes has 65536 free") != std::string::npos, small);
   BOOST_TEST(message_of(64 * 1024, 16 * 1024) == "");  // exactly the pool
+  auto huge = message_of(64 * 1024, std::numeric_limits<std::size_t>::max() / 2);
+  BOOST_TEST(huge.find("more bytes than memory has") != std::string::npos, huge);
+  gcl::shm_options too_large;
+  too_large.pool_bytes = (std::size_t{1} << 40) + 1;
+  BOOST_CHECK_EXCEPTION(
+      gcl::shm_transport{too_large}, gcl::usage_error, [](gcl::usage_error const& e) {
+        return std::string(e.what()).find("pool_bytes must be at most") != std::string::npos;
+      });
 }
 
 // Blocks come back to the pool when their buffers go, and neighbours merge again, so that the

@@ -219,6 +219,9 @@ class shm_transport {
     if (o.ring_size() < 4096)
       throw usage_error("gcl: shm_options: ring_bytes must be at least 4096, got " +
                         std::to_string(o.ring_size()));
+    if (o.pool_bytes > (std::size_t{1} << 40))
+      throw usage_error("gcl: shm_options: pool_bytes must be at most 2^40 (1 TiB), got " +
+                        std::to_string(o.pool_bytes));
     return o;
   }
   std::unique_ptr<detail::shm_impl> impl_;

@@ -7,11 +7,14 @@
 /// in the pool".
 
 #include <cstddef>
+#include <limits>
 #include <memory>
 #include <span>
+#include <string>
 #include <type_traits>
 #include <utility>
 
+#include "../../error.hpp"
 #include "pool.hpp"
 
 namespace gcl {
@@ -71,6 +74,9 @@ class shm_buffer {
   static shm_buffer make(std::shared_ptr<detail::shm_pool> pool, std::size_t n) {
     shm_buffer b;
     if (n == 0) return b;
+    if (n > std::numeric_limits<std::size_t>::max() / sizeof(T))
+      throw usage_error("gcl: shm_transport::allocate(" + std::to_string(n) + " elements of " +
+                        std::to_string(sizeof(T)) + " bytes): more bytes than memory has");
     std::byte* p = pool ? pool->allocate(n * sizeof(T))
                         : static_cast<std::byte*>(::operator new (
                               n * sizeof(T), std::align_val_t{detail::shm_pool::alignment}));
