@@ -8,8 +8,9 @@
 ///       static constexpr std::string_view default_algorithm = "ring";
 ///       template <class Alg, class Comm, class T, class Op>
 ///       static constexpr bool supports = gcl::all_reduce_algorithm<Alg, Comm, T, Op>;
-///       template <class Comm, class Buffers, class Op, class Alg>  // Buffers: bench::buffers<T,
-///       ...> static void run(Comm& c, Buffers& b, Op const& op, int, Alg const& a) {
+///       // Buffers: a bench::buffers<T, Storage> (Storage: a vector, or memory of a pool)
+///       template <class Comm, class Buffers, class Op, class Alg>
+///       static void run(Comm& c, Buffers& b, Op const& op, int, Alg const& a) {
 ///         gcl::all_reduce(c, b.in, op, a);
 ///       }
 ///     };
