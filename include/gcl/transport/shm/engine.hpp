@@ -658,14 +658,16 @@ class shm_impl {
     auto const pid = seg_->rank(s).pid.load(std::memory_order_relaxed);
     std::string error;
     bool const in_pool = in.header.offer == offer_in_pool;
+    // The bytes are in this process's address space: in the segment, or a thread's buffer.
+    bool const mapped = in_pool || pid == ::getpid();
     auto const* address = in_pool ? seg_->at(in.header.address)
                                   : reinterpret_cast<std::byte const*>(in.header.address);
     if (in_pool && !in_pool_of(s, in.header.address, bytes)) {
       error = "it names bytes " + std::to_string(in.header.address) + " to " +
               std::to_string(in.header.address + bytes) + " of the segment, outside its pool";
-    } else if ((in_pool || pid == ::getpid()) && in.combine != nullptr) {
+    } else if (mapped && in.combine != nullptr) {
       (*in.combine)(in.destination, address, bytes);
-    } else if (in_pool || pid == ::getpid()) {
+    } else if (mapped) {
       std::memcpy(in.destination, address, bytes);
     } else if (in.combine != nullptr) {
       // A piece at a time into staging_, each combined while it is in the cache.
@@ -705,9 +707,7 @@ class shm_impl {
 
   // Whether bytes [offset, offset + n) of the segment lie in rank s's pool.
   bool in_pool_of(int s, std::uint64_t offset, std::size_t n) const noexcept {
-    auto const start = seg_->offset_of(seg_->pool(s));
-    auto const bytes = seg_->pool_bytes();
-    return offset >= start && n <= bytes && offset - start <= bytes - n;
+    return lies_within(seg_->offset_of(seg_->pool(s)), seg_->pool_bytes(), offset, n);
   }
 
   // Moves n bytes of the posted receive's message from the ring into staging_, combining

@@ -10,6 +10,7 @@
 // gradients, a benchmark's message), so a first-fit map is enough.
 
 #include <cstddef>
+#include <cstdint>
 #include <iterator>
 #include <map>
 #include <memory>
@@ -34,8 +35,8 @@ class shm_pool {
 
   std::size_t capacity() const noexcept { return bytes_; }
   bool contains(std::byte const* p, std::size_t n) const noexcept {
-    return bytes_ > 0 && p >= base_ && n <= bytes_ &&
-           static_cast<std::size_t>(p - base_) <= bytes_ - n;
+    return bytes_ > 0 && lies_within(reinterpret_cast<std::uintptr_t>(base_), bytes_,
+                                     reinterpret_cast<std::uintptr_t>(p), n);
   }
 
   // n bytes (n > 0), 64-byte aligned; throws usage_error, naming the sizes and the fix, when

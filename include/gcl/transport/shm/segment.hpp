@@ -148,6 +148,14 @@ inline constexpr std::size_t round64(std::size_t n) noexcept {
   return (n + 63) / 64 * 64;
 }
 
+// Whether [at, at + n) lies within [start, start + size), without overflowing: where a message
+// names its bytes in a pool (shm_pool::contains for the sender, shm_impl::pull for the
+// receiver, which must not trust the name).
+inline constexpr bool lies_within(std::uint64_t start, std::uint64_t size, std::uint64_t at,
+                                  std::uint64_t n) noexcept {
+  return at >= start && n <= size && at - start <= size - n;
+}
+
 // The pools start on a page and take whole pages, so that a rank's buffers there share no
 // page (nor cache line) with the rings.
 inline constexpr std::size_t shm_page = 4096;
