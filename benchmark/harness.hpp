@@ -332,12 +332,10 @@ int run(int argc, char** argv) {
   if (o.root < 0 || o.root >= world)
     return gcl_cli::usage_error(app, "--root " + std::to_string(o.root) +
                                          " is not a rank of a world of " + std::to_string(world));
-  if (o.pool && o.transport != "shm" && o.transport != "auto")
-    return gcl_cli::usage_error(
-        app, "--pool: --transport " + o.transport + " has no pool (shm and auto have)");
   // The pool holds the largest size's buffers (in and out), each rounded up to 64 bytes.
-  if (o.pool && std::getenv("GCL_SHM_POOL_BYTES") == nullptr)
-    ::setenv("GCL_SHM_POOL_BYTES", std::to_string(2 * o.max_bytes + (1u << 20)).c_str(), 1);
+  if (o.pool)
+    if (auto why = gcl_cli::use_pool(o.transport, 2 * o.max_bytes + (1u << 20)); !why.empty())
+      return gcl_cli::usage_error(app, why);
   // A process is pinned before its transport starts (threads it starts inherit the mask).
   if (job) detail::bind_rank(o.bind, job->rank, job->size);
 

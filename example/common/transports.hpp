@@ -85,6 +85,17 @@ inline std::string resolve_transport(std::string& name, std::optional<launcher_j
   return {};
 }
 
+/// A program's --pool (its buffers in the shm pool: shm_transport::allocate): refuses a
+/// transport without a pool (returns the error line's text, or "" to go on), and sizes the pool
+/// to `bytes` per rank unless GCL_SHM_POOL_BYTES says otherwise. Before the transport starts.
+inline std::string use_pool(std::string const& transport, std::size_t bytes) {
+  if (transport != "shm" && transport != "auto")
+    return "--pool: --transport " + transport + " has no pool (shm and auto have)";
+  if (std::getenv("GCL_SHM_POOL_BYTES") == nullptr)
+    ::setenv("GCL_SHM_POOL_BYTES", std::to_string(bytes).c_str(), 1);
+  return {};
+}
+
 namespace detail {
 template <class Options>
 void set_timeout(Options& o, std::chrono::milliseconds t) {

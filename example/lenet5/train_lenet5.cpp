@@ -227,12 +227,10 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  if (cfg.pool && transport != "shm" && transport != "auto")
-    return gcl_cli::usage_error(
-        app, "--pool: --transport " + transport + " has no pool (shm and auto have)");
   // Room for both arenas, each rounded up to 64 bytes, and more.
-  if (cfg.pool && std::getenv("GCL_SHM_POOL_BYTES") == nullptr)
-    ::setenv("GCL_SHM_POOL_BYTES", "4M", 1);
+  if (cfg.pool)
+    if (auto why = gcl_cli::use_pool(transport, std::size_t{4} << 20); !why.empty())
+      return gcl_cli::usage_error(app, why);
 
   // Ranks are threads on few cores: BLAS must not start threads of its own per call.
   lenet5::set_blas_threads(threads);
