@@ -327,6 +327,70 @@ BOOST_AUTO_TEST_CASE(messages_of_every_size_wrap_a_small_ring) {
                "rank " << r << ": " << wrong[static_cast<std::size_t>(r)]);
 }
 
+// A message that arrives while its receiver waits for another is queued: streamed through the
+// ring, it is copied into the queue and then into the receive (two copies, counted by
+// bytes_queued); read from its sender's memory, it waits there uncopied, holding its sender,
+// and the receive that takes it copies it once, straight into its buffer (or combines it, for
+// sendrecv_reduce). Rank 0 waits for rank 2, which sends only after rank 1's message to rank 0
+// is on its way (streamed: rank 1 tells rank 2 once its send has returned; offered: rank 1
+// cannot, as its send returns only when rank 0 has copied the message, so rank 2 waits
+// 200 ms, and a header later than that finds the receive posted, which queues nothing either).
+// A spin longer than the test keeps rank 0 from sleeping, which would copy the offer into the
+// queue to release rank 1.
+BOOST_AUTO_TEST_CASE(a_message_read_from_its_sender_waits_there_for_its_receive) {
+  std::size_t const n = 75000;  // 300,000 bytes
+  enum class path { streamed, offered, offered_and_combined };
+  for (path how : {path::streamed, path::offered, path::offered_and_combined}) {
+    bool const offered = how != path::streamed;
+    auto o = with(60s, offered);
+    o.spin = std::chrono::microseconds{std::chrono::seconds{60}};
+    o.combine_bytes = 1;
+    auto result = gcl::spawn<gcl::shm_transport>(
+        3,
+        [&](auto& comm) -> std::pair<std::string, std::uint64_t> {
+          std::vector<std::uint32_t> mine(n), theirs(n);
+          for (std::size_t i = 0; i < n; ++i)
+            mine[i] = gcl_test::element_of<std::uint32_t>(comm.rank(), 0, i);
+          if (comm.rank() == 1) {
+            if (how == path::offered_and_combined)
+              comm.sendrecv(0, std::span<std::uint32_t const>(mine), 0, theirs, gcl::tag{5});
+            else
+              comm.send(0, std::span<std::uint32_t const>(mine), gcl::tag{5});
+            if (!offered) comm.send(2, 1, gcl::tag{7});
+          } else if (comm.rank() == 2) {
+            if (offered)
+              std::this_thread::sleep_for(200ms);
+            else
+              (void)comm.template recv<int>(1, gcl::tag{7});
+            comm.send(0, 2, gcl::tag{6});
+          } else {
+            (void)comm.template recv<int>(2, gcl::tag{6});
+            auto acc = mine;
+            if (how == path::offered_and_combined)
+              comm.sendrecv_reduce(1, std::span<std::uint32_t const>(mine), 1, std::span(acc),
+                                   gcl_test::affine_mix{}, gcl::received_operand::right,
+                                   gcl::tag{5});
+            else
+              comm.recv(1, acc, gcl::tag{5});
+            for (std::size_t i = 0; i < n; ++i) {
+              auto const sent = gcl_test::element_of<std::uint32_t>(1, 0, i);
+              auto const want =
+                  how == path::offered_and_combined ? gcl_test::affine_mix{}(mine[i], sent) : sent;
+              if (acc[i] != want) return {"element " + std::to_string(i) + " is wrong", 0};
+            }
+          }
+          return {"", comm.transport().bytes_queued()};
+        },
+        o);
+    int const mode = static_cast<int>(how);
+    BOOST_TEST(result[0].first.empty(), "path " << mode << ": " << result[0].first);
+    // Rank 2's 4 bytes are queued too if they arrive before rank 0 has started its receive.
+    auto const queued = result[0].second;
+    BOOST_TEST((offered ? queued < n * 4 : queued >= n * 4),
+               "path " << mode << ": " << queued << " bytes queued");
+  }
+}
+
 // spawn aborts the group when a rank throws: a rank blocked in recv (60 s timeout) is released.
 BOOST_AUTO_TEST_CASE(abort_releases_a_blocked_rank) {
   auto what = error_of([] {
@@ -352,11 +416,16 @@ BOOST_AUTO_TEST_CASE(sendrecv_reduce_combines_from_the_ring_the_sender_and_the_q
   for (bool cma : {true, false}) {
     auto every = with(60s, cma, 16 * 1024);
     every.combine_bytes = 1;  // not only from 4 MiB, the default
-    auto wrong = gcl::spawn<gcl::shm_transport>(
-        3, [&](auto& comm) { return gcl_test::check_sendrecv_reduce(comm, counts); }, every);
-    for (int r = 0; r < 3; ++r)
-      BOOST_TEST(wrong[static_cast<std::size_t>(r)].empty(),
-                 "rank " << r << " cma " << cma << ": " << wrong[static_cast<std::size_t>(r)]);
+    // Offered messages combined straight from the sender's buffer, and copied out first.
+    for (std::size_t copied_out_below : {std::size_t{1}, std::size_t{1} << 30}) {
+      every.combine_in_place_bytes = copied_out_below;
+      auto wrong = gcl::spawn<gcl::shm_transport>(
+          3, [&](auto& comm) { return gcl_test::check_sendrecv_reduce(comm, counts); }, every);
+      for (int r = 0; r < 3; ++r)
+        BOOST_TEST(wrong[static_cast<std::size_t>(r)].empty(),
+                   "rank " << r << " cma " << cma << " copied out below " << copied_out_below
+                           << ": " << wrong[static_cast<std::size_t>(r)]);
+    }
     // Rank 1 sends first; rank 0 takes it off the ring into its queue while it waits for a
     // later message of another tag, and only then posts the sendrecv_reduce it is for.
     auto queued = gcl::spawn<gcl::shm_transport>(

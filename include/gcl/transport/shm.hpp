@@ -151,6 +151,13 @@ class shm_transport {
   }
   /// How many messages this rank has sent from its pool (read in place by their receivers).
   std::uint64_t sent_from_pool() const noexcept { return impl_->sent_from_pool(); }
+  /// How many bytes this rank has copied into its queue: messages that arrived before their
+  /// receive was posted, each copied again when it is received (Open MPI's "unexpected"
+  /// messages). A large message read from its sender's memory (cross-memory attach, the pool)
+  /// is not: it waits uncopied for the receive that takes it, and is copied into the queue
+  /// only if this rank waits long enough to sleep meanwhile (`shm_options::spin`), so that no
+  /// sender waits on a sleeping rank.
+  std::uint64_t bytes_queued() const noexcept { return impl_->bytes_queued(); }
 
   /// Which call the following messages belong to; carried in every message header and compared
   /// by the receiver, which throws `errc::mismatch` naming both sides.

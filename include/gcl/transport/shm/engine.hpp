@@ -70,13 +70,18 @@ struct shm_group_state {
 
 // A message taken out of its ring before its receive was posted. Entries are kept for reuse
 // with their buffers (shm_impl::spare_), so that a warm rank allocates nothing per message.
+// An offer (a large message read out of its sender's memory) is not copied into an entry when
+// it arrives: the entry keeps its header (`offer`), and the receive that takes it copies it
+// once, straight into its own buffer (shm_impl::drain says when it is copied sooner).
 struct shm_entry {
   tag tg{};
   call_info call;
   std::unique_ptr<std::byte[]> buffer;  // not zeroed: every byte is written before it is read
   std::size_t size = 0, capacity = 0;
   bool complete = false;
-  bool lost = false;  // an offer its sender withdrew (the sender was failing)
+  bool lost = false;     // an offer its sender withdrew (the sender was failing)
+  bool offered = false;  // an offer not yet copied: its bytes are still the sender's
+  shm_message offer;     // its header, when `offered`
 
   std::byte* data() noexcept { return buffer.get(); }
   // Room for n bytes; the bytes there are not kept.
@@ -150,6 +155,7 @@ class shm_impl {
   std::shared_ptr<shm_pool> const& pool() const noexcept { return pool_; }
   // How many messages this rank has sent from its pool, read where they lay by the receiver.
   std::uint64_t sent_from_pool() const noexcept { return sent_from_pool_; }
+  std::uint64_t bytes_queued() const noexcept { return bytes_queued_; }
 
   // Only this rank's thread reads progress_ (arrivals are checked as it scans its rings).
   void end_context(std::uint32_t context) { progress_.forget(context); }
@@ -340,6 +346,12 @@ class shm_impl {
   void end() noexcept {
     if (!mapped_) return;
     bool const failing = poisoned_ || std::uncaught_exceptions() > 0;
+    // Offers kept waiting for receives that never came: copied, so that their senders' sends
+    // end as an eager send's does, whether or not the message is read.
+    if (!failing) try {
+        pull_waiting_offers();
+      } catch (...) {  // the job is failing after all, and its senders learn it from the segment
+      }
     auto& me = seg_->rank(o_.rank);
     me.in_call.store(0, std::memory_order_relaxed);
     me.ended.store(failing ? 2 : 1, std::memory_order_release);
@@ -506,7 +518,12 @@ class shm_impl {
       wait(complete, peer, "recv from", tg, in.size());
     }
     if (e.lost) throw_aborted("recv from", peer);
-    if (e.size != in.size() || !(e.call == call_)) {
+    bool const matches = e.size == in.size() && e.call == call_;
+    if (e.offered && !matches) {  // kept whole, and its sender released, for the report below
+      pull_offer(peer, e, nullptr, nullptr);
+      if (e.lost) throw_aborted("recv from", peer);
+    }
+    if (!matches) {
       auto v = progress_.check(e.call);
       if (v == call_progress::verdict::conflict || v == call_progress::verdict::stale)
         fail(errc::mismatch, progress_.disagreement(name_of(o_.rank), name_of(peer), e.call));
@@ -516,7 +533,10 @@ class shm_impl {
                                                 name(peer) + " sent " + std::to_string(e.size) +
                                                 " bytes for " + describe(e.call));
     }
-    if (!in.empty()) {
+    if (e.offered) {
+      pull_offer(peer, e, in.data(), combine);
+      if (e.lost) throw_aborted("recv from", peer);
+    } else if (!in.empty()) {
       if (combine != nullptr)
         (*combine)(in.data(), e.data(), in.size());
       else
@@ -535,7 +555,7 @@ class shm_impl {
 
   // An entry for a message of n bytes: a kept one whose buffer holds them if there is one, else
   // the kept one with the largest buffer (grown), else a new one.
-  std::unique_ptr<shm_entry> fresh_entry(std::size_t n) {
+  std::unique_ptr<shm_entry> fresh_entry(std::size_t n, bool room = true) {
     std::size_t pick = spare_.size();
     for (std::size_t i = 0; i < spare_.size(); ++i)
       if (spare_[i]->capacity >= n) {
@@ -552,10 +572,11 @@ class shm_impl {
     } else {
       e = std::make_unique<shm_entry>();
     }
-    e->reserve(n);
+    if (room) e->reserve(n);
     e->size = n;
     e->complete = false;
     e->lost = false;
+    e->offered = false;
     return e;
   }
 
@@ -584,7 +605,11 @@ class shm_impl {
         pb.tail.store(in.tail, std::memory_order_release);
         moved = true;
         begin_message(s, in);
-        if (in.header.offer != 0) {
+        if (in.header.offer != 0 && in.entry != nullptr && defer_offers_) {
+          in.entry->offered = true;  // copied by the receive that takes it (take)
+          in.entry->offer = in.header;
+          end_message(in);
+        } else if (in.header.offer != 0) {
           pull(s, in);
           end_message(in);
         } else if (in.header.size == 0) {
@@ -625,7 +650,8 @@ class shm_impl {
       return;
     }
     in.combine = nullptr;
-    auto e = fresh_entry(static_cast<std::size_t>(h.size));
+    // An offer gets its entry's room only if it is copied before its receive is posted.
+    auto e = fresh_entry(static_cast<std::size_t>(h.size), h.offer == 0 || !defer_offers_);
     e->tg = tg;
     e->call = h.call;
     in.entry = e.get();
@@ -635,6 +661,7 @@ class shm_impl {
 
   void end_message(shm_incoming& in) {
     in.active = false;
+    if (in.entry != nullptr && !in.entry->offered) bytes_queued_ += in.header.size;
     if (in.entry != nullptr)
       in.entry->complete = true;
     else
@@ -645,6 +672,18 @@ class shm_impl {
   // buffer anywhere, by process_vm_readv): one copy, from its buffer to ours.
   void pull(int s, shm_incoming& in) {
     auto& pb = seg_->pair(s, o_.rank);
+    auto const bytes = static_cast<std::size_t>(in.header.size);
+    auto const pid = seg_->rank(s).pid.load(std::memory_order_relaxed);
+    bool const in_pool = in.header.offer == offer_in_pool;
+    // The bytes are in this process's address space: in the segment, or a thread's buffer.
+    bool const mapped = in_pool || pid == ::getpid();
+    // Copied out, the sender released, then combined: a combine straight from the sender's
+    // memory holds it for the slower pass (shm_options::combine_in_place_threshold). The room
+    // is found before the offer is taken, so that a failing allocation leaves it to its sender.
+    std::byte* const copied_out =
+        mapped && in.combine != nullptr && bytes < combine_in_place_threshold_
+            ? copy_out_room(bytes)
+            : nullptr;
     auto st = static_cast<std::uint32_t>(offer_posted);
     if (!pb.offer_state.compare_exchange_strong(st, offer_copying, std::memory_order_acq_rel)) {
       // Withdrawn: the sender is failing, and says why in the job's abort state.
@@ -654,17 +693,14 @@ class shm_impl {
         posted_.lost = true;
       return;
     }
-    auto const bytes = static_cast<std::size_t>(in.header.size);
-    auto const pid = seg_->rank(s).pid.load(std::memory_order_relaxed);
     std::string error;
-    bool const in_pool = in.header.offer == offer_in_pool;
-    // The bytes are in this process's address space: in the segment, or a thread's buffer.
-    bool const mapped = in_pool || pid == ::getpid();
     auto const* address = in_pool ? seg_->at(in.header.address)
                                   : reinterpret_cast<std::byte const*>(in.header.address);
     if (in_pool && !in_pool_of(s, in.header.address, bytes)) {
       error = "it names bytes " + std::to_string(in.header.address) + " to " +
               std::to_string(in.header.address + bytes) + " of the segment, outside its pool";
+    } else if (copied_out != nullptr) {
+      std::memcpy(copied_out, address, bytes);
     } else if (mapped && in.combine != nullptr) {
       (*in.combine)(in.destination, address, bytes);
     } else if (mapped) {
@@ -703,6 +739,31 @@ class shm_impl {
            "cannot copy rank " + name(s) + "'s message (" + std::to_string(bytes) + " bytes, " +
                tag_text(tag{in.header.tg}) + ") out of its memory: " + error +
                (hung_up(s) ? " (rank " + name(s) + " is gone)" : ""));
+    if (copied_out != nullptr) (*in.combine)(in.destination, copied_out, bytes);
+  }
+
+  // Copies the offer kept in entry e (from rank s) into `destination` (combining it, with
+  // `combine`), or into the entry's own room when that is null; its sender goes on.
+  void pull_offer(int s, shm_entry& e, std::byte* destination, combiner const* combine) {
+    if (destination == nullptr) {
+      e.reserve(e.size);
+      destination = e.data();
+      bytes_queued_ += e.size;
+    }
+    shm_incoming in;
+    in.header = e.offer;
+    in.destination = destination;
+    in.combine = combine;
+    in.entry = &e;
+    e.offered = false;
+    pull(s, in);
+  }
+
+  // Copies every offer kept waiting into its entry, so that no sender waits for this rank.
+  void pull_waiting_offers() {
+    for (int s = 0; s < o_.size; ++s)
+      for (auto const& e : queues_[static_cast<std::size_t>(s)])
+        if (e->offered) pull_offer(s, *e, nullptr, nullptr);
   }
 
   // Whether bytes [offset, offset + n) of the segment lie in rank s's pool.
@@ -781,6 +842,16 @@ class shm_impl {
         std::this_thread::yield();
       }
     }
+    // From here this rank may sleep, and an offer it keeps waiting for its receive would keep
+    // its sender waiting as long: those are copied now, and those that arrive from now on at
+    // once, as they come (drain).
+    struct deferral {
+      bool& on;
+      bool const was = on;
+      ~deferral() { on = was; }
+    } restore{defer_offers_};
+    defer_offers_ = false;
+    pull_waiting_offers();
     auto& me = seg_->rank(o_.rank);
     me.waiting_for.store(peer >= 0 ? peer : -1, std::memory_order_relaxed);
     struct unwind {
@@ -1064,7 +1135,12 @@ class shm_impl {
   std::uint64_t probe_ = 0;
   std::shared_ptr<shm_pool> pool_;    // this rank's part of the segment's pools
   std::uint64_t sent_from_pool_ = 0;  // messages offered from pool_
+  std::uint64_t bytes_queued_ = 0;    // copied into queue entries (bytes_queued())
   std::size_t combine_threshold_ = o_.combine_threshold();  // sendrecv_reduce's, from o_
+  // Whether drain leaves an offer that no posted receive matches in its entry, uncopied, for
+  // the receive that will take it (one copy, into that receive's buffer, rather than two).
+  // Off while this rank may sleep (await), so that no sender waits on a sleeping rank.
+  bool defer_offers_ = true;
   // How many looks a wait takes, a pause apart, before it starts to yield (host_cpus.hpp).
   int const paused_looks_ = looks_before_yielding(o_.size);
   // Where sendrecv_reduce's message lands a piece at a time to be combined, aligned for any
@@ -1082,6 +1158,18 @@ class shm_impl {
       combine_threshold_ == static_cast<std::size_t>(-1)
           ? nullptr
           : static_cast<std::byte*>(::operator new[](staging_bytes, std::align_val_t{64}))};
+  // Where pull copies a message read in place before combining it (combine_in_place_threshold_
+  // and less), grown to the largest such message and kept: no allocation once warm.
+  std::size_t const combine_in_place_threshold_ = o_.combine_in_place_threshold();
+  std::unique_ptr<std::byte[], aligned_delete> copy_out_;
+  std::size_t copy_out_bytes_ = 0;
+  std::byte* copy_out_room(std::size_t bytes) {
+    if (bytes > copy_out_bytes_) {
+      copy_out_.reset(static_cast<std::byte*>(::operator new[](bytes, std::align_val_t{64})));
+      copy_out_bytes_ = bytes;
+    }
+    return copy_out_.get();
+  }
 };
 
 }  // namespace gcl::detail
