@@ -171,6 +171,11 @@ source "$repo/benchmark/sweep.sh"  # gcl_sweep NAME CMD...: one sweep, CSV rows 
 step "sweeps: collectives [$collectives], P in [$ranks], $reps repetitions"
 for rep in $(seq 1 "$reps"); do
   for p in $ranks; do
+    # A moment of idle between groups, so that the end of the last group's processes (up to
+    # eight ranks giving back their memory) does not fall into this group's first sweep: in
+    # two runs of 2026-11-27 the threads at P = 2, measured first after Gloo at P = 8, ran 2 to
+    # 15x slower in three of five repetitions, and the next sweeps at normal speed.
+    sleep 2
     for c in $collectives; do
       algs="default"
       [[ $c == all_reduce ]] && algs="$algorithms"
