@@ -156,7 +156,8 @@ class shm_transport {
   /// messages). A large message read from its sender's memory (cross-memory attach, the pool)
   /// is not: it waits uncopied for the receive that takes it, and is copied into the queue
   /// only if this rank waits long enough to sleep meanwhile (`shm_options::spin`), so that no
-  /// sender waits on a sleeping rank.
+  /// sender waits on a sleeping rank, or if the receive that meets it does not match it (kept
+  /// whole for the mismatch report).
   std::uint64_t bytes_queued() const noexcept { return impl_->bytes_queued(); }
 
   /// Which call the following messages belong to; carried in every message header and compared

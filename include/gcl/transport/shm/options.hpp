@@ -118,7 +118,8 @@ struct shm_options {
   /// ranks outnumber the cores (there a waiting sender yields its core to a rank that can use
   /// it). While the receiver combines, its sender waits; a copy is the fastest pass there is.
   /// Measured on 2 cores, P = 2, ring all_reduce of 1 MiB from the pool, back to back, ranks
-  /// as threads: 52-56 us copied out against 74-80 combined in place (inproc: 50-55 us).
+  /// as threads: 52-56 us received into scratch first against 74-80 combined in place
+  /// (inproc: 50-55 us; benchmark/analysis.md).
   std::size_t combine_in_place_threshold() const noexcept {
     if (combine_in_place_bytes != 0) return combine_in_place_bytes;
     return detail::ranks_outnumber_cpus(size) ? std::size_t{256} << 10 : std::size_t{4} << 20;
