@@ -605,10 +605,11 @@ class shm_impl {
         pb.tail.store(in.tail, std::memory_order_release);
         moved = true;
         begin_message(s, in);
-        if (in.header.offer != 0 && in.entry != nullptr && defer_offers_) {
-          in.entry->offered = true;  // copied by the receive that takes it (take)
+        if (in.header.offer != 0 && in.entry != nullptr) {
+          in.entry->offered = true;  // copied by the receive that takes it (take), or now
           in.entry->offer = in.header;
           end_message(in);
+          if (!defer_offers_) pull_offer(s, *in.entry, nullptr, nullptr);
         } else if (in.header.offer != 0) {
           pull(s, in);
           end_message(in);
@@ -650,8 +651,8 @@ class shm_impl {
       return;
     }
     in.combine = nullptr;
-    // An offer gets its entry's room only if it is copied before its receive is posted.
-    auto e = fresh_entry(static_cast<std::size_t>(h.size), h.offer == 0 || !defer_offers_);
+    // An offer's entry gets room only if the offer is copied before its receive (pull_offer).
+    auto e = fresh_entry(static_cast<std::size_t>(h.size), h.offer == 0);
     e->tg = tg;
     e->call = h.call;
     in.entry = e.get();
@@ -661,7 +662,7 @@ class shm_impl {
 
   void end_message(shm_incoming& in) {
     in.active = false;
-    if (in.entry != nullptr && !in.entry->offered) bytes_queued_ += in.header.size;
+    if (in.entry != nullptr && !in.entry->offered) bytes_queued_ += in.header.size;  // streamed
     if (in.entry != nullptr)
       in.entry->complete = true;
     else
