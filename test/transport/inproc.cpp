@@ -431,3 +431,90 @@ BOOST_AUTO_TEST_CASE(sleeping_receivers_are_always_woken) {
                                  {.timeout = 20s, .spin = 0us});
   }
 }
+
+// The channel's staging ring, by itself (one thread plays both sides): messages are staged in
+// turn, a message that does not fit before the ring's end starts at its beginning, a full ring
+// refuses (the sender then lends the cell a buffer), and what the receiver has passed is free
+// again, but not what it has merely consumed out of order.
+BOOST_AUTO_TEST_CASE(the_staging_ring_hands_out_room_in_turn_and_takes_it_back_when_passed) {
+  using cell = gcl::detail::inproc_cell;
+  constexpr std::size_t ring = 64 * 1024, quarter = ring / 4;
+  gcl::detail::inproc_channel ch(4, ring);
+  BOOST_TEST(ch.stage(quarter + 1) == nullptr);  // larger than a quarter of the ring
+  BOOST_TEST(ch.stage(0) == nullptr);
+
+  auto send = [&](std::size_t bytes) {
+    auto& c = ch.next(bytes);
+    std::byte* at = ch.stage(bytes);
+    c.size = bytes;
+    c.bytes = at != nullptr ? at : c.data();
+    ch.publish(cell::ready);
+    return at;
+  };
+  std::byte* const first = send(quarter);
+  BOOST_REQUIRE(first != nullptr);
+  BOOST_TEST(send(quarter) == first + quarter);  // in turn
+  BOOST_TEST(send(quarter) == first + 2 * quarter);
+  BOOST_TEST(send(quarter - 100) == first + 3 * quarter);
+  BOOST_TEST(send(200) == nullptr);  // 100 bytes left at the end, and the start still taken
+
+  // The receiver consumes the second message out of order: it is not passed, so its bytes
+  // stay taken; the first is passed, so a message that fits there goes to the ring's start.
+  cell* one = ch.first();
+  cell* two = gcl::detail::inproc_channel::after(one);
+  ch.consume(*two);
+  BOOST_TEST(send(quarter) == nullptr);  // nothing passed yet
+  ch.consume(*one);                      // passes both
+  BOOST_TEST(send(quarter) == first);
+  BOOST_TEST(send(quarter) == first + quarter);
+  BOOST_TEST(send(quarter) == nullptr);  // the third and fourth are not consumed
+}
+
+// Eager messages through a small staging ring, many more than it holds, sent before any is
+// received and received tag by tag out of send order, the sender's buffer overwritten after
+// each send: every message arrives whole and in order per tag, whether it went through the
+// ring (wrapping round it many times) or, when the ring was full, a lent buffer.
+BOOST_AUTO_TEST_CASE(staged_messages_wrap_the_ring_and_overflow_into_lent_buffers) {
+  gcl::inproc_options o;
+  o.ring_bytes = 64 * 1024;
+  o.eager_bytes = 16 * 1024;
+  o.timeout = 60s;
+  constexpr std::uint32_t messages = 64;
+  auto size = [](std::uint32_t k) -> std::size_t { return 1024 + (k * 331) % 3072; };  // words
+  for (auto receiver_delay : {0ms, 20ms}) {
+    gcl::spawn<inproc_transport>(
+        2,
+        [&](auto& comm) {
+          auto& t = comm.transport();
+          if (t.rank() == 0) {
+            std::vector<std::uint32_t> v;
+            for (std::uint32_t k = 0; k < messages; ++k) {
+              v = pattern(size(k), k);
+              t.send(1, gcl::tag{k % 2}, bytes(v));
+              std::fill(v.begin(), v.end(), 0xdeadbeef);  // eager: the buffer is ours again
+            }
+            for (std::uint32_t k = 0; k < messages; ++k) {  // and back, while rank 1 sends
+              v = pattern(size(k), 1000 + k);
+              std::vector<std::uint32_t> in(size(k));
+              t.sendrecv(1, gcl::tag{2}, bytes(v), 1, gcl::tag{2}, wbytes(in));
+              RANK_TEST_REQUIRE((in == pattern(size(k), 2000 + k)), "exchange " << k);
+            }
+          } else {
+            std::this_thread::sleep_for(receiver_delay);
+            for (std::uint32_t tg : {1u, 0u})
+              for (std::uint32_t k = tg; k < messages; k += 2) {
+                std::vector<std::uint32_t> in(size(k));
+                t.recv(0, gcl::tag{tg}, wbytes(in));
+                RANK_TEST_REQUIRE((in == pattern(size(k), k)), "tag " << tg << ", message " << k);
+              }
+            for (std::uint32_t k = 0; k < messages; ++k) {
+              auto v = pattern(size(k), 2000 + k);
+              std::vector<std::uint32_t> in(size(k));
+              t.sendrecv(0, gcl::tag{2}, bytes(v), 0, gcl::tag{2}, wbytes(in));
+              RANK_TEST_REQUIRE((in == pattern(size(k), 1000 + k)), "exchange " << k);
+            }
+          }
+        },
+        o);
+  }
+}

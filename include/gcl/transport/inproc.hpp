@@ -5,7 +5,10 @@
 /// Every ordered pair of ranks has a channel (transport/inproc/channel.hpp), a FIFO that
 /// neither side locks: a send fills a cell and publishes it, a receive finds the first cell of
 /// its (source, tag) and copies out of it. A message of at most `inproc_options::eager_bytes`
-/// is copied into the cell, and the send returns at once (eager). A larger one is offered: the
+/// (256 KiB where each rank has a core) is copied into the channel, and the send returns at
+/// once (eager): into the cell, or from 4 KiB into the channel's staging ring, whose bytes
+/// are written again only after a ring's worth of messages, once the receiver's cache has let
+/// them go (inproc/channel.hpp). A larger one is offered: the
 /// receiver copies it straight from the sender's buffer, one copy whichever of the two comes
 /// first, and the send returns once it has. A sender does not wait for ever: after as long as
 /// copying the message would take, it withdraws the offer and copies the bytes into the cell
@@ -60,12 +63,43 @@ struct inproc_options {
   /// after a few rounds on the spot (no yielding). See doc/benchmarks.md for the measurements.
   std::chrono::microseconds spin{50};
   /// Messages up to this size are copied into the channel and the send returns at once; larger
-  /// ones are copied once, by the receiver, from the sender's buffer.
-  std::size_t eager_bytes = 16 * 1024;
+  /// ones are copied once, by the receiver, from the sender's buffer. 0: `eager_threshold`'s
+  /// default.
+  std::size_t eager_bytes = 0;
   /// The smallest message `sendrecv_reduce` combines as it arrives (straight from the sender's
   /// buffer); smaller ones are received into scratch and reduced. 0: 4 MiB, or 256 KiB when
   /// the ranks outnumber the cores (`combine_threshold`).
   std::size_t combine_bytes = 0;
+  /// Bytes of each (sender, receiver) channel's staging ring, where the messages copied into
+  /// the channel from 4 KiB (`inproc_transport::stage_from`) up to a quarter of the ring go in
+  /// turn (inproc/channel.hpp, `stage`, says why); allocated when the channel first stages a
+  /// message. 0: `ring_size`'s default.
+  std::size_t ring_bytes = 0;
+
+  /// `eager_bytes`, or its default for `ranks`: 256 KiB where each rank has a core, 16 KiB
+  /// where the ranks outnumber the cores. Copying a message into the channel's ring and out
+  /// again frees both sides at once and keeps the sender's buffer its own, where the one-copy
+  /// offer holds the sender until the receiver has read its buffer, whose lines the sender
+  /// must then take back from the receiver's cache when it next writes them (a reduction
+  /// does, at once). Measured on 2 cores, P = 2, all_reduce back to back, three runs each: 8
+  /// KiB to 512 KiB took 0.39-0.61x the time of the build before, which offered messages from
+  /// 16 KiB (64 KiB 5.2-5.3 us against 9.2-9.3, 256 KiB 17.0-17.5 against 43.3-44.2), 1 to 4
+  /// MiB level (messages of 512 KiB copied twice were 1.1-1.2x slower than offered). Where ranks
+  /// share cores, every copy costs a core that another rank waits for: at P = 8, 1 to 16 MiB
+  /// took 1.6-3.3x as long with copies up to 256 KiB in two rounds of four (1.1-2x in the two
+  /// noisier ones).
+  std::size_t eager_threshold(int ranks) const noexcept {
+    if (eager_bytes != 0) return eager_bytes;
+    return detail::ranks_outnumber_cpus(ranks) ? std::size_t{16} << 10 : std::size_t{256} << 10;
+  }
+
+  /// `ring_bytes`, or 4 MiB over the ranks, within [64 KiB, 2 MiB]: twice a core's
+  /// second-level cache here at P = 2, and at most 4 MiB per rank where every pair talks.
+  std::size_t ring_size(int ranks) const noexcept {
+    if (ring_bytes != 0) return ring_bytes;
+    auto const share = (std::size_t{4} << 20) / static_cast<std::size_t>(ranks < 1 ? 1 : ranks);
+    return std::clamp<std::size_t>(share, std::size_t{64} << 10, std::size_t{2} << 20);
+  }
 
   /// `combine_bytes`, or its default for `ranks`. Why a threshold: while the receiver
   /// combines, its sender waits for its offer to be taken, where a receive into scratch frees
@@ -123,6 +157,7 @@ class inproc_world {
  public:
   inproc_world(int size, inproc_options options)
       : paused_looks(looks_before_yielding(size)),
+        eager_bytes(options.eager_threshold(size)),
         size_(size),
         options_(options),
         ranks_(std::make_unique<inproc_rank[]>(static_cast<std::size_t>(size))),
@@ -130,7 +165,8 @@ class inproc_world {
     // 32 cells a batch up to P = 16, fewer above: a world whose every pair of ranks talks
     // (all_to_all) then holds about 512 P cells, 15 MB at P = 64 (channel.hpp says why many).
     auto const batch = std::clamp<std::size_t>(512 / static_cast<std::size_t>(size), 4, 32);
-    for (auto& c : channels_) c = std::make_unique<inproc_channel>(batch);
+    auto const ring = options_.ring_size(size);
+    for (auto& c : channels_) c = std::make_unique<inproc_channel>(batch, ring);
   }
 
   int size() const noexcept { return size_; }
@@ -146,6 +182,8 @@ class inproc_world {
   bool const asymmetric = asymmetric_fences_available();
   // How many looks a wait takes, a pause apart, before it starts to yield (host_cpus.hpp).
   int const paused_looks;
+  // options().eager_threshold(size()), looked up once.
+  std::size_t const eager_bytes;
 
   bool aborted() const noexcept { return aborted_.load(std::memory_order_acquire); }
   std::string abort_reason() {
@@ -223,6 +261,12 @@ struct inproc_pending_recv {
 class inproc_transport {
  public:
   using options = inproc_options;
+  /// The smallest message copied into its channel's staging ring (inproc/channel.hpp); smaller
+  /// ones go in the cell, or in a buffer the channel lends it, which the sender reuses at once
+  /// and still has in its cache. Measured on 2 cores, P = 2, all_reduce back to back, three
+  /// runs each, against the build before the ring: 8 KiB messages and up 0.5x the time, 4 KiB
+  /// level, 2 KiB 1.3x (0.61-0.72 us against 0.47-0.56).
+  static constexpr std::size_t stage_from = 4 * 1024;
   /// Where the default all_reduce switches algorithm between threads (measured back to back,
   /// doc/benchmarks.md), and ring's blocks: 16 MiB over the ranks (at P = 2, 8 MiB per rank),
   /// as the copies between threads go straight from buffer to buffer. Measured on 2 cores,
@@ -485,15 +529,19 @@ class inproc_transport {
     me.ended = false;  // connected again after an earlier transport of this rank ended
   }
 
-  // Publishes `out` to `peer`: copied into the cell (returns null), or offered (returns the
-  // cell, which finish_offer must see through before `out` may go).
+  // Publishes `out` to `peer`: copied into the channel (the cell, the staging ring, or the
+  // cell's lent buffer; returns null), or offered (returns the cell, which finish_offer must
+  // see through before `out` may go).
   cell_t* post(int peer, tag tg, std::span<std::byte const> out) {
     auto& ch = world_->channel(rank_, peer);
+    bool const eager = out.size() <= world_->eager_bytes;
     // A message to itself is never offered: this rank would be waiting for itself.
-    bool const offer = out.size() > world_->options().eager_bytes && peer != rank_;
-    // Offered messages get room too, so that whether an offer is withdrawn (a matter of
-    // timing) never decides whether a warm transport allocates.
+    bool const offer = !eager && peer != rank_;
+    // Every message above the cell's own room gets a lent buffer, staged and offered ones
+    // too, so that whether the ring has room or an offer is withdrawn (matters of timing)
+    // never decides whether a warm transport allocates.
     auto& c = ch.next(out.size());
+    std::byte* const staged = eager && out.size() >= stage_from ? ch.stage(out.size()) : nullptr;
     c.kind = call_.kind;
     c.tg = tg;
     c.size = out.size();
@@ -503,8 +551,9 @@ class inproc_transport {
     if (offer) {
       c.bytes = out.data();
     } else {
-      c.bytes = c.data();
-      if (!out.empty()) std::memcpy(c.data(), out.data(), out.size());
+      std::byte* to = staged != nullptr ? staged : c.data();
+      if (!out.empty()) std::memcpy(to, out.data(), out.size());
+      c.bytes = to;
     }
     ch.publish(offer ? cell_t::offered : cell_t::ready);
     world_->rank(peer).wake(world_->asymmetric);
