@@ -187,6 +187,7 @@ BOOST_AUTO_TEST_CASE(overlap_gives_the_bits_of_the_blocking_buckets) {
 BOOST_AUTO_TEST_CASE(arenas_in_the_pool_give_the_same_bits) {
   gcl::shm_options o;
   o.pool_bytes = 1 << 20;
+  o.pool_offer_bytes = o.offer_bytes;  // else, where each rank has a core, from 256 KiB
   o.timeout = std::chrono::seconds{60};
   for (std::string sync : {"params", "grads"}) {
     BOOST_TEST_CONTEXT("sync " << sync) {

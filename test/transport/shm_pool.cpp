@@ -18,6 +18,7 @@
 #include <limits>
 #include <numeric>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "shm_fork.hpp"
@@ -31,7 +32,8 @@ gcl::shm_options with_pool(std::size_t bytes) {
   gcl::shm_options o;
   o.pool_bytes = bytes;
   o.offer_bytes = offer_bytes;
-  o.cross_memory_attach = false;  // else large messages from outside the pool are offered too
+  o.pool_offer_bytes = offer_bytes;  // else, where each rank has a core, from 256 KiB
+  o.cross_memory_attach = false;     // else large messages from outside the pool are offered too
   o.timeout = std::chrono::seconds{60};
   return o;
 }
@@ -174,6 +176,56 @@ BOOST_AUTO_TEST_CASE(only_messages_in_the_pool_are_read_in_place) {
       with_pool(256 * 1024));
   BOOST_TEST(got[1].first);
   BOOST_TEST(got[0].second == 2u);  // the pool's last 32 KiB and its first 64; not the other
+}
+
+// A message from the pool smaller than `pool_offer_threshold()` streams through the rings as
+// any other (read in place it holds its sender and leaves its lines in the receiver's cache:
+// slower where the message fits its ring); from there on it is read in place. By default the
+// threshold is above 256 KiB (or half a ring) where each rank has a core, `offer_bytes` where
+// the ranks outnumber the cores.
+BOOST_AUTO_TEST_CASE(pool_messages_below_the_offer_threshold_stream_through_the_rings) {
+  gcl::shm_options o;
+  o.size = 2;
+  o.ring_bytes = 1 << 20;
+  if (!gcl::detail::ranks_outnumber_cpus(2))
+    BOOST_TEST(o.pool_offer_threshold() == (std::size_t{256} << 10) + 1);
+  o.ring_bytes = 128 << 10;  // half a ring is less than 256 KiB
+  if (!gcl::detail::ranks_outnumber_cpus(2))
+    BOOST_TEST(o.pool_offer_threshold() == (std::size_t{64} << 10) + 1);
+  o.size = 1 << 20;  // more ranks than this host has CPUs
+  BOOST_TEST(o.pool_offer_threshold() == o.offer_bytes);
+  o.pool_offer_bytes = 5;
+  BOOST_TEST(o.pool_offer_threshold() == 5u);
+
+  constexpr std::size_t threshold = 100000;
+  auto opts = with_pool(1 << 20);
+  opts.pool_offer_bytes = threshold;
+  auto got = gcl::spawn<gcl::shm_transport>(
+      2,
+      [](auto& comm) {
+        auto& t = comm.transport();
+        auto below = t.template allocate<std::uint32_t>(threshold / 4 - 1);  // 99,996 bytes
+        auto at = t.template allocate<std::uint32_t>(threshold / 4);
+        std::uint64_t streamed = 0;
+        bool ok = true;
+        if (comm.rank() == 0) {
+          std::iota(below.begin(), below.end(), 7u);
+          std::iota(at.begin(), at.end(), 9u);
+          comm.send(1, below);
+          streamed = t.sent_from_pool();
+          comm.send(1, at);
+        } else {
+          comm.recv(0, below);
+          comm.recv(0, at);
+          for (std::size_t i = 0; i < below.size(); ++i) ok = ok && below[i] == 7u + i;
+          for (std::size_t i = 0; i < at.size(); ++i) ok = ok && at[i] == 9u + i;
+        }
+        return std::make_tuple(ok, streamed, t.sent_from_pool());
+      },
+      opts);
+  BOOST_TEST(std::get<0>(got[1]));
+  BOOST_TEST(std::get<1>(got[0]) == 0u);  // below the threshold: through the rings
+  BOOST_TEST(std::get<2>(got[0]) == 1u);  // at it: read in place
 }
 
 BOOST_AUTO_TEST_CASE(a_job_without_room_says_what_to_set) {

@@ -375,8 +375,11 @@ class shm_impl {
   bool post(int peer, tag tg, std::span<std::byte const> out) {
     auto& pb = seg_->pair(o_.rank, peer);
     bool const large = out.size() >= o_.offer_bytes && !out.empty();
-    bool const in_pool = large && pool_->contains(out.data(), out.size());
-    bool const offer = in_pool || (large && pb.pull_ok.load(std::memory_order_relaxed) != 0);
+    bool const pooled = !out.empty() && pool_->contains(out.data(), out.size());
+    bool const in_pool = pooled && out.size() >= pool_offer_threshold_;
+    // A smaller message from the pool streams: read by address it would be slower still.
+    bool const offer =
+        in_pool || (large && !pooled && pb.pull_ok.load(std::memory_order_relaxed) != 0);
     shm_message h;
     h.tg = static_cast<std::uint32_t>(tg);
     h.offer = in_pool ? offer_in_pool : offer ? offer_by_address : offer_none;
@@ -1162,6 +1165,8 @@ class shm_impl {
   // Where pull copies a message read in place before combining it (combine_in_place_threshold_
   // and less), grown to the largest such message and kept: no allocation once warm.
   std::size_t const combine_in_place_threshold_ = o_.combine_in_place_threshold();
+  // The smallest message from the pool that is offered (shm_options::pool_offer_threshold).
+  std::size_t const pool_offer_threshold_ = o_.pool_offer_threshold();
   std::unique_ptr<std::byte[], aligned_delete> copy_out_;
   std::size_t copy_out_bytes_ = 0;
   std::byte* copy_out_room(std::size_t bytes) {

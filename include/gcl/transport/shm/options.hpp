@@ -6,6 +6,7 @@
 /// GCL_TIMEOUT, GCL_SPIN_US, or a launcher's equivalents) and needs no address: every rank is
 /// on this host.
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstddef>
@@ -80,6 +81,9 @@ struct shm_options {
   /// The segment grows by P times this, but a page takes memory only once its rank writes it.
   /// GCL_SHM_POOL_BYTES sets it (a number of bytes, or with a suffix K, M or G).
   std::size_t pool_bytes = 0;
+  /// The smallest message from the pool that its receiver reads in place (one copy); smaller
+  /// ones stream through the rings as other messages do. 0: `pool_offer_threshold`'s default.
+  std::size_t pool_offer_bytes = 0;
   /// The number each rank has in the whole job, for messages (`global_ranks[r]` for rank r of
   /// this one), when this job is one host's part of a larger one (`hybrid_transport`). Empty:
   /// the ranks are named by their own numbers.
@@ -123,6 +127,22 @@ struct shm_options {
   std::size_t combine_in_place_threshold() const noexcept {
     if (combine_in_place_bytes != 0) return combine_in_place_bytes;
     return detail::ranks_outnumber_cpus(size) ? std::size_t{256} << 10 : std::size_t{4} << 20;
+  }
+
+  /// `pool_offer_bytes`, or by default `offer_bytes` where the ranks outnumber the cores, and
+  /// where each rank has a core, above 256 KiB (or half a ring, if that is less). A message
+  /// read in place leaves its lines in the receiver's cache too, and the sender's next write
+  /// to them (the reduction's, a moment later) waits for each to be invalidated there: the
+  /// rings, whose bytes are written again only after a ring's worth of messages, are faster
+  /// for messages that fit them, as inproc's staging ring is for threads
+  /// (`inproc_options::eager_threshold`). Measured on 2 cores, P = 2, pool buffers, ring
+  /// all_reduce back to back, three rounds, means of 3,000 calls: 128 and 256 KiB took
+  /// 12.5-14.2 and 20.1-25.2 us through the rings against 17.5-21.2 and 37.6-39.9 read in
+  /// place, 512 KiB 36-59 against 39-64, 1 and 2 MiB level (benchmark/analysis.md).
+  std::size_t pool_offer_threshold() const noexcept {
+    if (pool_offer_bytes != 0) return pool_offer_bytes;
+    if (detail::ranks_outnumber_cpus(size)) return offer_bytes;
+    return std::max(offer_bytes, std::min(std::size_t{256} << 10, ring_size() / 2) + 1);
   }
 
   /// The ring size in use: `ring_bytes`, or its default for `size` ranks.
