@@ -206,13 +206,13 @@ BOOST_AUTO_TEST_CASE(pool_messages_below_the_offer_threshold_stream_through_the_
         auto& t = comm.transport();
         auto below = t.template allocate<std::uint32_t>(threshold / 4 - 1);  // 99,996 bytes
         auto at = t.template allocate<std::uint32_t>(threshold / 4);
-        std::uint64_t streamed = 0;
+        std::uint64_t offered_after_first = 0;
         bool ok = true;
         if (comm.rank() == 0) {
           std::iota(below.begin(), below.end(), 7u);
           std::iota(at.begin(), at.end(), 9u);
           comm.send(1, below);
-          streamed = t.sent_from_pool();
+          offered_after_first = t.sent_from_pool();
           comm.send(1, at);
         } else {
           comm.recv(0, below);
@@ -220,7 +220,7 @@ BOOST_AUTO_TEST_CASE(pool_messages_below_the_offer_threshold_stream_through_the_
           for (std::size_t i = 0; i < below.size(); ++i) ok = ok && below[i] == 7u + i;
           for (std::size_t i = 0; i < at.size(); ++i) ok = ok && at[i] == 9u + i;
         }
-        return std::make_tuple(ok, streamed, t.sent_from_pool());
+        return std::make_tuple(ok, offered_after_first, t.sent_from_pool());
       },
       opts);
   BOOST_TEST(std::get<0>(got[1]));
