@@ -264,7 +264,7 @@ class inproc_transport {
   /// The smallest message copied into its channel's staging ring (inproc/channel.hpp); smaller
   /// ones go in the cell, or in a buffer the channel lends it, which the sender reuses at once
   /// and still has in its cache. Measured on 2 cores, P = 2, all_reduce back to back, three
-  /// runs each, against the build before the ring: 8 KiB messages and up 0.5x the time, 4 KiB
+  /// runs each, against the build before the ring: 8 KiB messages and up 0.4-0.6x the time, 4 KiB
   /// level, 2 KiB 1.3x (0.61-0.72 us against 0.47-0.56).
   static constexpr std::size_t stage_from = 4 * 1024;
   /// Where the default all_reduce switches algorithm between threads (measured back to back,
