@@ -375,7 +375,10 @@ class shm_impl {
   bool post(int peer, tag tg, std::span<std::byte const> out) {
     auto& pb = seg_->pair(o_.rank, peer);
     bool const large = out.size() >= o_.offer_bytes && !out.empty();
-    bool const pooled = !out.empty() && pool_->contains(out.data(), out.size());
+    // Only a message large enough to be offered is looked for in the pool (small ones are the
+    // hot path).
+    bool const pooled = (large || out.size() >= pool_offer_threshold_) && !out.empty() &&
+                        pool_->contains(out.data(), out.size());
     bool const in_pool = pooled && out.size() >= pool_offer_threshold_;
     // A smaller message from the pool streams: read by address it would be slower still.
     bool const offer =
