@@ -157,6 +157,18 @@ BOOST_AUTO_TEST_CASE(options_from_the_environment) {
   env.erase("GCL_SHM_CMA");
   env["GCL_SHM_RING_BYTES"] = "65536";
   BOOST_TEST(gcl::shm_options::from_env(get).ring_size() == 65536u);
+  // The same suffixes as GCL_SHM_POOL_BYTES (K, M, G: powers of 1024), within [4 KiB, 1 GiB].
+  env["GCL_SHM_RING_BYTES"] = "4M";
+  BOOST_TEST(gcl::shm_options::from_env(get).ring_size() == std::size_t{4} << 20);
+  env["GCL_SHM_RING_BYTES"] = "1g";
+  BOOST_TEST(gcl::shm_options::from_env(get).ring_size() == std::size_t{1} << 30);
+  for (char const* bad : {"4095", "2G", "12x", "-1", "M", "64KB"}) {
+    env["GCL_SHM_RING_BYTES"] = bad;
+    what = error_of([&] { (void)gcl::shm_options::from_env(get); });
+    BOOST_TEST(what.find("GCL_SHM_RING_BYTES='" + std::string(bad) + "'") != std::string::npos,
+               what);
+  }
+  env.erase("GCL_SHM_RING_BYTES");
   // Ranks that outnumber the cores still poll before they sleep (tcp would not): yielding lets
   // the ranks that share a core take turns. GCL_SPIN_US decides when set.
   env["LOCAL_WORLD_SIZE"] = "4096";

@@ -11,9 +11,11 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdlib>
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "../../detail/host_cpus.hpp"
@@ -194,14 +196,9 @@ struct shm_options {
                           "' is not 0 or 1");
       o.cross_memory_attach = s == "1";
     }
-    if (char const* v = get("GCL_SHM_RING_BYTES"); v != nullptr && *v != '\0') {
-      char* end = nullptr;
-      unsigned long long n = std::strtoull(v, &end, 10);
-      if (end == v || *end != '\0' || n < 4096 || n > (1ull << 30))
-        throw usage_error("gcl: environment variable GCL_SHM_RING_BYTES='" + std::string(v) +
-                          "' is not a number of bytes in [4096, 2^30]");
-      o.ring_bytes = static_cast<std::size_t>(n);
-    }
+    if (char const* v = get("GCL_SHM_RING_BYTES"); v != nullptr && *v != '\0')
+      o.ring_bytes =
+          parse_bytes("GCL_SHM_RING_BYTES", v, std::size_t{4} << 10, std::size_t{1} << 30);
     if (char const* v = get("GCL_SHM_POOL_BYTES"); v != nullptr && *v != '\0')
       o.pool_bytes = parse_pool_bytes(v);
     if (o.size > 1 && o.token.empty())
@@ -214,6 +211,13 @@ struct shm_options {
 
   /// GCL_SHM_POOL_BYTES's value: bytes, or K, M or G of them (powers of 1024), at most 2^40.
   static std::size_t parse_pool_bytes(char const* v) {
+    return parse_bytes("GCL_SHM_POOL_BYTES", v, 0, std::size_t{1} << 40);
+  }
+
+  /// A byte count from the environment variable `name`: digits, optionally followed by K, M or G
+  /// (powers of 1024, either case), in [lo, hi]; anything else throws `usage_error` naming the
+  /// variable, its value and the range.
+  static std::size_t parse_bytes(char const* name, char const* v, std::size_t lo, std::size_t hi) {
     char* end = nullptr;
     errno = 0;
     unsigned long long n = std::strtoull(v, &end, 10);
@@ -239,10 +243,20 @@ struct shm_options {
           break;
       }
     }
-    if (end == v || *end != '\0' || *v == '-' || errno != 0 || n > ((1ull << 40) >> shift))
-      throw usage_error("gcl: environment variable GCL_SHM_POOL_BYTES='" + std::string(v) +
-                        "' is not a number of bytes (with K, M or G: powers of 1024) up to 1T");
+    bool const ok = end != v && *end == '\0' && *v != '-' && errno == 0 && n <= (hi >> shift) &&
+                    (n << shift) >= lo;
+    if (!ok)
+      throw usage_error("gcl: environment variable " + std::string(name) + "='" + std::string(v) +
+                        "' is not a number of bytes (with K, M or G: powers of 1024) in [" +
+                        bytes_text(lo) + ", " + bytes_text(hi) + "]");
     return static_cast<std::size_t>(n << shift);
+  }
+
+  /// 4096 as "4K", 2^40 as "1024G": a range bound for the messages above.
+  static std::string bytes_text(std::size_t n) {
+    for (auto [shift, suffix] : {std::pair{30u, "G"}, std::pair{20u, "M"}, std::pair{10u, "K"}})
+      if (n != 0 && n % (std::size_t{1} << shift) == 0) return std::to_string(n >> shift) + suffix;
+    return std::to_string(n);
   }
 
   /// Where the token came from, for messages.
