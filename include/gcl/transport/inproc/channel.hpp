@@ -76,8 +76,8 @@ inline std::uint64_t call_digest(call_info const& c) noexcept {
 /// Aligned to 128 bytes, so that the first line's neighbour in its 128-byte pair is the
 /// second: the core's adjacent-line prefetcher fetches the pair together, and a message of 17
 /// to 80 bytes then costs the receiver one transfer's wait instead of two. Measured at P = 2,
-/// all_reduce back to back, four rounds interleaved (medians of up to 5,000 calls): 64 B
-/// 0.22-0.25 us against 0.27-0.28 aligned to 64, 16 B 0.21-0.22 against 0.22-0.23, 256 B and
+/// all_reduce back to back, eight rounds interleaved (medians of up to 20,000 calls): 64 B
+/// 0.22-0.25 us against 0.27-0.28 aligned to 64, 16 B 0.20-0.22 against 0.22-0.23, 256 B and
 /// 1 KiB level, 16 and 64 KiB 1-2% slower (within the rounds' spread).
 struct alignas(128) inproc_cell {
   enum state_t : std::uint8_t {
