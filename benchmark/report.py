@@ -9,7 +9,9 @@ machine_limits, and meta.txt (key=value lines: date, machine, commands, load). F
 (collective, ranks, label, algorithm) the time per size is the median over the repetitions
 (each repetition's value already being the median over calls of the slowest rank's time).
 Ratios are gcl busbw / peer busbw in the same run, i.e. peer time / gcl time, per peer (Open
-MPI; over TCP also Gloo): above 1 means gcl is faster. Standard library only.
+MPI; over TCP also Gloo): above 1 means gcl is faster. Beside each ratio of the medians, the
+lowest and highest ratio within one repetition (files r<N>_..., gcl's and the peer's run of the
+same N, minutes apart), where two or more repetitions pair up. Standard library only.
 """
 import collections
 import argparse
@@ -17,6 +19,7 @@ import csv
 import glob
 import math
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -88,6 +91,11 @@ def load(results):
             continue
         with open(path) as f:
             rows = [r for r in csv.DictReader(f) if r.get("collective") not in (None, "", "collective")]
+        # The repetition a file belongs to (scripts/bench.sh names them r<N>_...), so that each
+        # repetition's gcl and peer runs can be compared with each other.
+        m = re.match(r"(r\d+)_", os.path.basename(path))
+        for r in rows:
+            r["_rep"] = m.group(1) if m else path
         sweep = collections.defaultdict(dict)
         for r in rows:
             key = (r["collective"], int(r["ranks"]), r["label"], r["algorithm"])
@@ -115,6 +123,21 @@ def medians(sweeps):
         pred = rs[0]["pred_us"]
         out[s] = (t, bw, wrong, len(rs), float(pred) if pred else None)
     return out
+
+
+def spread(peer_sweeps, gcl_sweeps, s):
+    """(lowest, highest) of peer time / gcl time within one repetition at size s, over the
+    repetitions both have; None where fewer than two pair up."""
+    def times(sweeps):
+        return {sw[s]["_rep"]: float(sw[s]["time_us"]) for sw in sweeps if s in sw}
+    peer, gcl = times(peer_sweeps), times(gcl_sweeps)
+    ratios = [peer[r] / gcl[r] for r in peer if r in gcl and gcl[r] > 0]
+    return (min(ratios), max(ratios)) if len(ratios) >= 2 else None
+
+
+def ratio_cell(median_ratio, rng):
+    """ **1.23** (1.10-1.31) |: the ratio of the medians, and the repetitions' range."""
+    return f" **{median_ratio:.2f}**" + (f" ({rng[0]:.2f}-{rng[1]:.2f})" if rng else "") + " |"
 
 
 def human(b):
@@ -195,7 +218,10 @@ def main():
     w("*busbw* uses nccl-tests' factors (all_reduce 2(P-1)/P, reduce_scatter, all_gather and")
     w("all_to_all (P-1)/P, broadcast 1).")
     w("**vs Open MPI = gcl busbw / Open MPI busbw = Open MPI time / gcl time**, and **vs Gloo**")
-    w("likewise: above 1.00 gcl is faster. Gloo (the library torch.distributed runs on CPUs) is")
+    w("likewise: above 1.00 gcl is faster. In parentheses beside it, where two or more repetitions")
+    w("pair up: the lowest and highest of the same ratio within one repetition (gcl's run and the")
+    w("peer's of the same repetition, minutes apart), which shows how far the machine moved the")
+    w("ratio during the run. Gloo (the library torch.distributed runs on CPUs) is")
     w("measured over TCP only and has no reduce_scatter. #wrong sums the exact result checks")
     w("(integer-valued data) of every repetition and implementation; it must be 0.")
     w("")
@@ -232,14 +258,17 @@ def main():
             for p in ranks:
                 gkeys = sorted(k for k in runs if k[0] == coll and k[1] == p and k[2] == gl)
                 peers = []  # (table name, plot name, {size: medians})
+                peer_runs = {}  # table name -> its repetitions' sweeps
                 for label, name, plot_name in peer_defs:
                     keys = sorted(k for k in runs if k[0] == coll and k[1] == p and k[2] == label)
                     keys.sort(key=lambda k: k[3] != PEER_ALGORITHM)  # gcl's default first
                     if keys:
                         peers.append((name, plot_name, medians(runs[keys[0]])))
+                        peer_runs[name] = runs[keys[0]]
                 if not gkeys or not peers:
                     continue
                 gcls = [(k[3], medians(runs[k])) for k in gkeys]
+                gcl_runs = {k[3]: runs[k] for k in gkeys}
                 sizes = sorted({s for _, _, m in peers for s in m})
                 w(f"### {coll}, P = {p}: {title}")
                 w("")
@@ -282,8 +311,9 @@ def main():
                         wrong += gw
                         pred = f"{gp:.1f}" if gp is not None else "-"
                         line += f" {gt:.2f} | {gb:.3f} | {pred} |"
-                        for _, _, m in peers:
-                            line += f" **{m[s][0] / gt:.2f}** |" if s in m and gt > 0 else " - |"
+                        for name, _, m in peers:
+                            line += (ratio_cell(m[s][0] / gt, spread(peer_runs[name], gcl_runs[alg], s))
+                                     if s in m and gt > 0 else " - |")
                     w(line + f" {wrong} |")
                 w("")
                 # gnuplot data: size, then time and busbw per peer, then per gcl algorithm
