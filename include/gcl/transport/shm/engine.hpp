@@ -415,8 +415,10 @@ class shm_impl {
   // with one store of the head, so the receiver sees all of it at once. False, having written
   // nothing, when there is not room.
   bool write_at_once(int peer, shm_message const& h, std::span<std::byte const> out) {
-    auto const n = sizeof h + out.size();
+    auto& head = heads_[static_cast<std::size_t>(peer)];
+    auto const n = (message_start(head) - head) + sizeof h + out.size();
     if (room(peer, n) < n) return false;
+    head = message_start(head);
     put(peer, &h, sizeof h);
     put(peer, out.data(), out.size());
     publish(peer);
@@ -424,22 +426,33 @@ class shm_impl {
   }
 
   // Copies n bytes into the ring to `peer`, as much at a time as it has room for (`whole`: all
-  // at once, for a header), waiting for room in between.
+  // at once, for a header, which starts at message_start), waiting for room in between.
   void write(int peer, tag tg, void const* from, std::size_t n, bool whole, std::size_t message) {
     auto const* src = static_cast<std::byte const*>(from);
+    auto& head = heads_[static_cast<std::size_t>(peer)];
     while (n > 0) {
-      auto const wanted = whole ? n : 1;
+      auto const wanted = whole ? (message_start(head) - head) + n : 1;
       if (room(peer, wanted) < wanted) {
         auto enough = [&] { return room(peer, wanted) >= wanted; };
         wait(enough, peer, "send to", tg, message);
         continue;
       }
+      if (whole) head = message_start(head);
       auto const m = whole ? n : std::min<std::size_t>(n, room(peer, n));
       put(peer, src, m);
       src += m;
       n -= m;
       publish(peer);
     }
+  }
+
+  // Where a message written at stream position `pos` starts: the next multiple of 128 bytes
+  // (the ring's size is a multiple of 128, so also of the ring's memory). Two messages then never
+  // share a cache line: a sender that wrote the next message into the line its receiver has
+  // just read for this one would first wait for the receiver's copy to be invalidated. And a
+  // header with up to 48 bytes of payload is one pair of lines, which the core fetches together.
+  static std::uint64_t message_start(std::uint64_t pos) noexcept {
+    return (pos + 127) & ~std::uint64_t{127};
   }
 
   // Copies n bytes into the ring to `peer` after what this rank has written, unpublished (the
@@ -603,9 +616,13 @@ class shm_impl {
     auto const* ring = seg_->ring(s, o_.rank);
     bool moved = false;
     for (;;) {
-      auto const avail = pb.head.load(std::memory_order_acquire) - in.tail;
+      auto const head = pb.head.load(std::memory_order_acquire);
+      auto const avail = head - in.tail;
       if (!in.active) {
-        if (avail < sizeof(shm_message)) break;
+        // The sender publishes a header with the padding before it (message_start), never the
+        // padding alone.
+        if (head - in.tail < (message_start(in.tail) - in.tail) + sizeof(shm_message)) break;
+        in.tail = message_start(in.tail);
         ring_get(ring, ring_, in.tail, &in.header, sizeof in.header);
         in.tail += sizeof in.header;
         pb.tail.store(in.tail, std::memory_order_release);

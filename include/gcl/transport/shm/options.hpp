@@ -58,7 +58,8 @@ struct shm_options {
   /// Bytes of each (sender, receiver) ring in the segment. 0: 2 MiB / size, clamped to
   /// [16 KiB, 1 MiB] (a rank's incoming rings take about 2 MiB: 1 MiB at P = 2, 512 KiB each at
   /// P = 4, 256 KiB at P = 8). Larger rings stream large messages faster (measured, all_reduce
-  /// of 1-16 MiB at P = 2: 1 MiB rings took 0.6x the time of 256 KiB ones).
+  /// of 1-16 MiB at P = 2: 1 MiB rings took 0.6x the time of 256 KiB ones). Rounded down to a
+  /// multiple of 128 bytes (`ring_size()`), where messages start.
   std::size_t ring_bytes = 0;
   /// Messages of at least this size go by cross-memory attach, when it is in use
   /// (`uses_cross_memory_attach`) and the kernel allows it: the receiver copies straight from
@@ -147,13 +148,16 @@ struct shm_options {
     return std::max(offer_bytes, std::min(std::size_t{256} << 10, ring_size() / 2) + 1);
   }
 
-  /// The ring size in use: `ring_bytes`, or its default for `size` ranks.
+  /// The ring size in use: `ring_bytes`, or its default for `size` ranks, rounded down to a
+  /// multiple of 128 bytes (messages start on 128-byte boundaries of the ring).
   std::size_t ring_size() const noexcept {
-    if (ring_bytes != 0) return ring_bytes;
-    std::size_t r = (std::size_t{2} << 20) / static_cast<std::size_t>(size < 1 ? 1 : size);
-    if (r < (std::size_t{16} << 10)) r = std::size_t{16} << 10;
-    if (r > (std::size_t{1} << 20)) r = std::size_t{1} << 20;
-    return r;
+    std::size_t r = ring_bytes;
+    if (r == 0) {
+      r = (std::size_t{2} << 20) / static_cast<std::size_t>(size < 1 ? 1 : size);
+      if (r < (std::size_t{16} << 10)) r = std::size_t{16} << 10;
+      if (r > (std::size_t{1} << 20)) r = std::size_t{1} << 20;
+    }
+    return r / 128 * 128;
   }
 
   /// Options from the environment, as `tcp_options::from_env` reads them (same variables, same

@@ -42,7 +42,7 @@ static_assert(std::atomic<std::uint32_t>::is_always_lock_free);
 static_assert(std::atomic<std::int32_t>::is_always_lock_free);
 
 inline constexpr std::uint64_t shm_magic = 0x67636c2d73686d31ull;  // "gcl-shm1"
-inline constexpr std::uint32_t shm_version = 3;
+inline constexpr std::uint32_t shm_version = 4;  // 4: messages start on 128-byte boundaries
 
 // A call_info kept as words, so that another rank reads it without a data race (timeout
 // reports read it while its owner may write it), under a sequence counter.
@@ -147,6 +147,12 @@ enum : std::uint32_t { offer_idle, offer_posted, offer_copying, offer_done, offe
 inline constexpr std::size_t round64(std::size_t n) noexcept {
   return (n + 63) / 64 * 64;
 }
+// The rings start on 128-byte boundaries, and their messages too (shm_impl::message_start): the
+// core fetches cache lines in aligned pairs, so a message's header and its first bytes arrive
+// together.
+inline constexpr std::size_t round128(std::size_t n) noexcept {
+  return (n + 127) / 128 * 128;
+}
 
 // Whether [at, at + n) lies within [start, start + size), without overflowing: where a message
 // names its bytes in a pool (shm_pool::contains for the sender, shm_impl::pull for the
@@ -176,8 +182,12 @@ class shm_segment {
   // The bytes before the pools: what is mapped with MAP_POPULATE.
   static std::size_t rings_end(int size, std::size_t ring) noexcept {
     auto const p = static_cast<std::size_t>(size);
-    return round64(sizeof(shm_header)) + p * sizeof(shm_rank_block) +
-           p * p * round64(sizeof(shm_pair_block) + ring);
+    return round128(sizeof(shm_header)) + round128(p * sizeof(shm_rank_block)) +
+           p * p * pair_stride(ring);
+  }
+  // A pair's block and its ring, each from a 128-byte boundary.
+  static std::size_t pair_stride(std::size_t ring) noexcept {
+    return round128(sizeof(shm_pair_block)) + round128(ring);
   }
   static std::size_t bytes_for(int size, std::size_t ring, std::size_t pool) noexcept {
     auto const end = rings_end(size, ring);
@@ -223,7 +233,8 @@ class shm_segment {
     auto const& h = header();
     if (h.magic != shm_magic || h.version != shm_version ||
         h.size != static_cast<std::uint32_t>(size) || h.total_bytes != bytes_ ||
-        h.pool_bytes % shm_page != 0 || bytes_for(size, h.ring_bytes, h.pool_bytes) != bytes_)
+        h.pool_bytes % shm_page != 0 || h.ring_bytes % 128 != 0 ||
+        bytes_for(size, h.ring_bytes, h.pool_bytes) != bytes_)
       throw transport_error(errc::protocol,
                             prefix +
                                 "rank 0's shared segment is not of this version of gcl or "
@@ -257,13 +268,13 @@ class shm_segment {
 
   shm_header& header() const noexcept { return *reinterpret_cast<shm_header*>(base_); }
   shm_rank_block& rank(int r) const noexcept {
-    return reinterpret_cast<shm_rank_block*>(base_ + round64(sizeof(shm_header)))[r];
+    return reinterpret_cast<shm_rank_block*>(base_ + round128(sizeof(shm_header)))[r];
   }
   shm_pair_block& pair(int from, int to) const noexcept {
     return *reinterpret_cast<shm_pair_block*>(pair_base(from, to));
   }
   std::byte* ring(int from, int to) const noexcept {
-    return pair_base(from, to) + round64(sizeof(shm_pair_block));
+    return pair_base(from, to) + round128(sizeof(shm_pair_block));
   }
   std::size_t ring_bytes() const noexcept { return header().ring_bytes; }
   std::size_t pool_bytes() const noexcept { return header().pool_bytes; }
@@ -315,8 +326,8 @@ class shm_segment {
   }
   std::byte* pair_base(int from, int to) const noexcept {
     auto const p = static_cast<std::size_t>(header().size);
-    auto const stride = round64(sizeof(shm_pair_block) + header().ring_bytes);
-    return base_ + round64(sizeof(shm_header)) + p * sizeof(shm_rank_block) +
+    auto const stride = pair_stride(header().ring_bytes);
+    return base_ + round128(sizeof(shm_header)) + round128(p * sizeof(shm_rank_block)) +
            (static_cast<std::size_t>(from) * p + static_cast<std::size_t>(to)) * stride;
   }
   std::byte* base_ = nullptr;
