@@ -446,14 +446,8 @@ class shm_impl {
     }
   }
 
-  // Where a message written at stream position `pos` starts: the next multiple of 128 bytes
-  // (the ring's size is a multiple of 128, so also of the ring's memory). Two messages then never
-  // share a cache line: a sender that wrote the next message into the line its receiver has
-  // just read for this one would first wait for the receiver's copy to be invalidated. And a
-  // header with up to 48 bytes of payload is one pair of lines, which the core fetches together.
-  static std::uint64_t message_start(std::uint64_t pos) noexcept {
-    return (pos + 127) & ~std::uint64_t{127};
-  }
+  // Where a message written at stream position `pos` starts (ring.hpp, shm_line_pair).
+  static std::uint64_t message_start(std::uint64_t pos) noexcept { return round_to_line_pair(pos); }
 
   // Copies n bytes into the ring to `peer` after what this rank has written, unpublished (the
   // caller has checked the room).
@@ -616,12 +610,11 @@ class shm_impl {
     auto const* ring = seg_->ring(s, o_.rank);
     bool moved = false;
     for (;;) {
-      auto const head = pb.head.load(std::memory_order_acquire);
-      auto const avail = head - in.tail;
+      auto const avail = pb.head.load(std::memory_order_acquire) - in.tail;
       if (!in.active) {
         // The sender publishes a header with the padding before it (message_start), never the
         // padding alone.
-        if (head - in.tail < (message_start(in.tail) - in.tail) + sizeof(shm_message)) break;
+        if (avail < (message_start(in.tail) - in.tail) + sizeof(shm_message)) break;
         in.tail = message_start(in.tail);
         ring_get(ring, ring_, in.tail, &in.header, sizeof in.header);
         in.tail += sizeof in.header;

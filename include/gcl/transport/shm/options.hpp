@@ -21,6 +21,7 @@
 #include "../../detail/host_cpus.hpp"
 #include "../../error.hpp"
 #include "../tcp/options.hpp"
+#include "ring.hpp"
 
 namespace gcl {
 
@@ -149,7 +150,7 @@ struct shm_options {
   }
 
   /// The ring size in use: `ring_bytes`, or its default for `size` ranks, rounded down to a
-  /// multiple of 128 bytes (messages start on 128-byte boundaries of the ring).
+  /// multiple of 128 bytes (`detail::shm_line_pair`: messages start on such boundaries).
   std::size_t ring_size() const noexcept {
     std::size_t r = ring_bytes;
     if (r == 0) {
@@ -157,7 +158,7 @@ struct shm_options {
       if (r < (std::size_t{16} << 10)) r = std::size_t{16} << 10;
       if (r > (std::size_t{1} << 20)) r = std::size_t{1} << 20;
     }
-    return r / 128 * 128;
+    return r / detail::shm_line_pair * detail::shm_line_pair;
   }
 
   /// Options from the environment, as `tcp_options::from_env` reads them (same variables, same

@@ -25,6 +25,19 @@ struct shm_message {
       0;           // offer_by_address: in the sender's memory; offer_in_pool: in the segment
   call_info call;  // the sender's call, compared by the receiver
 };
+// Every message starts on a multiple of this in its ring's byte stream, and the rings, and
+// their sizes, are multiples of it in the segment: two messages then never share a cache line
+// (a sender writing the next message into the line its receiver has just read would first wait
+// for the receiver's copy to be invalidated), and a header with its first bytes is one aligned
+// pair of lines, which the core fetches together.
+inline constexpr std::size_t shm_line_pair = 128;
+
+// n rounded up to a multiple of shm_line_pair: where a message written at stream position n
+// starts, and the size of a part of the segment laid out before a ring.
+inline constexpr std::uint64_t round_to_line_pair(std::uint64_t n) noexcept {
+  return (n + shm_line_pair - 1) / shm_line_pair * shm_line_pair;
+}
+
 // shm_message::offer: a payload in the ring, or where the receiver reads it instead.
 enum : std::uint32_t {
   offer_none,        // the payload follows in the ring

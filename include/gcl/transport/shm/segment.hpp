@@ -32,6 +32,7 @@
 
 #include "../../call_info.hpp"
 #include "../../error.hpp"
+#include "ring.hpp"
 
 namespace gcl::detail {
 
@@ -147,12 +148,6 @@ enum : std::uint32_t { offer_idle, offer_posted, offer_copying, offer_done, offe
 inline constexpr std::size_t round64(std::size_t n) noexcept {
   return (n + 63) / 64 * 64;
 }
-// The rings start on 128-byte boundaries, and their messages too (shm_impl::message_start): the
-// core fetches cache lines in aligned pairs, so a message's header and its first bytes arrive
-// together.
-inline constexpr std::size_t round128(std::size_t n) noexcept {
-  return (n + 127) / 128 * 128;
-}
 
 // Whether [at, at + n) lies within [start, start + size), without overflowing: where a message
 // names its bytes in a pool (shm_pool::contains for the sender, shm_impl::pull for the
@@ -182,12 +177,12 @@ class shm_segment {
   // The bytes before the pools: what is mapped with MAP_POPULATE.
   static std::size_t rings_end(int size, std::size_t ring) noexcept {
     auto const p = static_cast<std::size_t>(size);
-    return round128(sizeof(shm_header)) + round128(p * sizeof(shm_rank_block)) +
+    return round_to_line_pair(sizeof(shm_header)) + round_to_line_pair(p * sizeof(shm_rank_block)) +
            p * p * pair_stride(ring);
   }
   // A pair's block and its ring, each from a 128-byte boundary.
   static std::size_t pair_stride(std::size_t ring) noexcept {
-    return round128(sizeof(shm_pair_block)) + round128(ring);
+    return round_to_line_pair(sizeof(shm_pair_block)) + round_to_line_pair(ring);
   }
   static std::size_t bytes_for(int size, std::size_t ring, std::size_t pool) noexcept {
     auto const end = rings_end(size, ring);
@@ -233,7 +228,7 @@ class shm_segment {
     auto const& h = header();
     if (h.magic != shm_magic || h.version != shm_version ||
         h.size != static_cast<std::uint32_t>(size) || h.total_bytes != bytes_ ||
-        h.pool_bytes % shm_page != 0 || h.ring_bytes % 128 != 0 ||
+        h.pool_bytes % shm_page != 0 || h.ring_bytes % shm_line_pair != 0 ||
         bytes_for(size, h.ring_bytes, h.pool_bytes) != bytes_)
       throw transport_error(errc::protocol,
                             prefix +
@@ -268,13 +263,13 @@ class shm_segment {
 
   shm_header& header() const noexcept { return *reinterpret_cast<shm_header*>(base_); }
   shm_rank_block& rank(int r) const noexcept {
-    return reinterpret_cast<shm_rank_block*>(base_ + round128(sizeof(shm_header)))[r];
+    return reinterpret_cast<shm_rank_block*>(base_ + round_to_line_pair(sizeof(shm_header)))[r];
   }
   shm_pair_block& pair(int from, int to) const noexcept {
     return *reinterpret_cast<shm_pair_block*>(pair_base(from, to));
   }
   std::byte* ring(int from, int to) const noexcept {
-    return pair_base(from, to) + round128(sizeof(shm_pair_block));
+    return pair_base(from, to) + round_to_line_pair(sizeof(shm_pair_block));
   }
   std::size_t ring_bytes() const noexcept { return header().ring_bytes; }
   std::size_t pool_bytes() const noexcept { return header().pool_bytes; }
@@ -327,7 +322,8 @@ class shm_segment {
   std::byte* pair_base(int from, int to) const noexcept {
     auto const p = static_cast<std::size_t>(header().size);
     auto const stride = pair_stride(header().ring_bytes);
-    return base_ + round128(sizeof(shm_header)) + round128(p * sizeof(shm_rank_block)) +
+    return base_ + round_to_line_pair(sizeof(shm_header)) +
+           round_to_line_pair(p * sizeof(shm_rank_block)) +
            (static_cast<std::size_t>(from) * p + static_cast<std::size_t>(to)) * stride;
   }
   std::byte* base_ = nullptr;
