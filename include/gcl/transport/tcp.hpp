@@ -59,9 +59,12 @@ class tcp_transport {
   /// core, 8 MiB at P = 8): each step costs system calls and a wait for the peers to be
   /// scheduled (on 2 cores, back to back: at P = 8, 16 and 64 MiB took 0.75-0.9x the time of
   /// 2 MiB blocks; at P = 4, 4 and 8 MiB blocks were no faster; benchmark/analysis.md).
+  /// Ring from 2 MiB: at 1 MiB halving-doubling took 0.6-0.9x ring's time at P = 4 and 8
+  /// (2026-11-27, on 2 cores, two rounds each, back to back), and ring was ahead from 2 MiB;
+  /// at P = 2 the two send the same messages.
   static constexpr all_reduce_thresholds default_all_reduce{
       .recursive_doubling_below = 64 * 1024,
-      .ring_from = 1024 * 1024,
+      .ring_from = 2 * 1024 * 1024,
       .tree_below_if_cores_shared = 64 * 1024,
       .ring_step_bytes_per_rank_if_cores_shared = 128 * 1024};
 
