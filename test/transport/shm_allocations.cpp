@@ -47,7 +47,7 @@ std::vector<path> paths() {
   gcl::shm_options offered;
   offered.timeout = std::chrono::seconds{60};  // a hang guard only
   offered.offer_bytes = 16 * 1024;
-  offered.cross_memory_attach = true;  // by default only when oversubscribed
+  offered.cross_memory_attach = true;  // never by default
   auto streamed = offered;
   streamed.cross_memory_attach = false;
   streamed.ring_bytes = 16 * 1024;

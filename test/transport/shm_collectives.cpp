@@ -108,7 +108,7 @@ gcl::shm_options scaled() {
   gcl::shm_options o;
   o.timeout = std::chrono::seconds{60};  // a hang guard only: nothing here waits for a time
   o.offer_bytes = offer_bytes;
-  o.cross_memory_attach = true;  // the copied-once path (by default only when oversubscribed)
+  o.cross_memory_attach = true;  // the copied-once path (never by default)
   return o;
 }
 

@@ -1,7 +1,7 @@
 #pragma once
 // Whether the ranks on one host outnumber its CPUs: the question behind the transports'
-// defaults that depend on ranks sharing cores (shm's cross-memory attach, the sizes from which
-// inproc and shm combine a message as it arrives, how long their waits look before yielding).
+// defaults that depend on ranks sharing cores (the sizes from which inproc and shm combine a
+// message as it arrives, how long their waits look before yielding).
 
 #include <thread>
 

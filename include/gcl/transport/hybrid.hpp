@@ -233,8 +233,7 @@ class hybrid_transport {
   /// every peer is reached through shared memory, else TCP's (a ring or a recursive doubling
   /// with a link over TCP runs at that link's speed). The same on every rank.
   all_reduce_thresholds all_reduce_sizes() const noexcept {
-    return all_shm() ? shm_transport::all_reduce_sizes_for(s_->size)
-                     : tcp_transport::default_all_reduce;
+    return all_shm() ? shm_transport::default_all_reduce : tcp_transport::default_all_reduce;
   }
   /// Whether ranks of the job share cores, as by_size asks: every rank's answer, exchanged at
   /// the TCP rendezvous (`tcp_transport::ranks_share_cores`); for a job on one host, whether its

@@ -9,13 +9,14 @@
 /// namespace named from the job token (shm/rendezvous.hpp). Every ordered pair of ranks has a
 /// single-producer single-consumer ring in it (shm/ring.hpp): a message is a header (tag, size,
 /// the sender's `call_info`) and its payload, streamed through the ring as room frees up. A
-/// message of at least `offer_bytes` is instead offered: the receiver copies it straight out of
-/// the sender's buffer with process_vm_readv (one copy), where the kernel allows it (checked
-/// at setup, per pair). A blocked call drains every ring to it into per-(source, tag) queues,
-/// polls for `spin`, then sleeps on its rank's futex in the segment; every wait is bounded by
-/// `timeout`, a peer whose process is gone is noticed by the hang-up of the socket this rank
-/// keeps to it (within 20 ms of sleep) and named, and the first error a rank meets is written
-/// into the segment so that every rank stops with it. See doc/shm.md.
+/// large message from the job's pool (`allocate`), or one of at least `offer_bytes` from any
+/// buffer with `cross_memory_attach` (GCL_SHM_CMA=1), is instead offered: the receiver copies
+/// it straight out of the sender's buffer (with process_vm_readv for the latter, where the
+/// kernel allows it: checked at setup, per pair), one copy. A blocked call drains every ring to it
+/// into per-(source, tag) queues, polls for `spin`, then sleeps on its rank's futex in the segment;
+/// every wait is bounded by `timeout`, a peer whose process is gone is noticed by the hang-up of
+/// the socket this rank keeps to it (within 20 ms of sleep) and named, and the first error a rank
+/// meets is written into the segment so that every rank stops with it. See doc/shm.md.
 
 #include <array>
 #include <memory>
@@ -52,33 +53,22 @@ class shm_transport {
   /// between 256 KiB and 1 MiB, but the two sizes of ranks prefer opposite sides at 16 KiB
   /// (P = 4: recursive doubling 0.7x halving-doubling's time; P = 8: 1.1x) and at 256 KiB
   /// (P = 4: ring 1.37x halving-doubling's; P = 8: 0.77x), so these stand
-  /// (benchmark/analysis.md). Where large messages go through the rings, `all_reduce_sizes`
-  /// halves the ring's blocks.
-  static constexpr all_reduce_thresholds default_all_reduce{.recursive_doubling_below = 16 * 1024,
-                                                            .ring_from = 256 * 1024};
-
-  /// The thresholds `gcl::by_size` uses for a job of `ranks` ranks on this host: the default's,
-  /// with ring blocks of 1 MiB instead of 2 where large messages go through the rings (the
-  /// ranks are at most twice the CPUs: `shm_options::uses_cross_memory_attach`). Each chunk of
-  /// a block (1 MiB / P) then fits its ring (2 MiB / P) whole, header included, so a sender
-  /// writes it at once and goes on while its receiver reduces it straight out of the ring
+  /// (benchmark/analysis.md).
+  ///
+  /// Ring runs in blocks of 1 MiB per rank, not the default 2: each chunk of a block (1 MiB /
+  /// P) then fits its ring (2 MiB / P) whole, header included, so a sender writes it at once
+  /// and goes on while its receiver reduces it straight out of the ring
   /// (`shm_options::combine_threshold`); a chunk as large as its ring made the sender wait, on
   /// every message, for the receiver to drain it, and where ranks share cores that wait is a
   /// switch. Measured on 2 cores (all_reduce, back to back, jobs interleaved, medians): at P =
   /// 2, five jobs, 0.86-0.92x the time at 1, 4, 16, 32 and 64 MiB (16 MiB 2.30 against 2.67
   /// ms), 0.95-0.99x at 2 and 8 MiB, either change alone slower at 2 to 8 MiB; at P = 4, eight
-  /// jobs, 0.63-0.79x from 1 to 64 MiB (16 MiB 8.5 against 12.0 ms). Where the ranks are more
-  /// than twice the CPUs, large messages are copied once from the sender's memory, every step
-  /// of a block waits for ranks to be scheduled, and 2 MiB blocks stay: 1 MiB ones were no
-  /// faster at P = 8 (benchmark/analysis.md).
-  static all_reduce_thresholds all_reduce_sizes_for(int ranks) noexcept {
-    auto t = default_all_reduce;
-    if (!detail::shm_pulls_large_messages_by_default(ranks))
-      t.ring_block_bytes = std::size_t{1} << 20;
-    return t;
-  }
-  /// `all_reduce_sizes_for(size())`: by_size asks the transport object (the same on every rank).
-  all_reduce_thresholds all_reduce_sizes() const noexcept { return all_reduce_sizes_for(size()); }
+  /// jobs, 0.63-0.79x from 1 to 64 MiB (16 MiB 8.5 against 12.0 ms); at P = 8 and 16, where
+  /// large messages went by cross-memory attach in 2 MiB blocks until 2026-11-27, 0.4-0.75x
+  /// the time from 1 to 64 MiB (shm/options.hpp, `uses_cross_memory_attach`).
+  static constexpr all_reduce_thresholds default_all_reduce{.recursive_doubling_below = 16 * 1024,
+                                                            .ring_from = 256 * 1024,
+                                                            .ring_block_bytes = 1024 * 1024};
 
   /// Joins the job described by `o` (rendezvous through rank 0).
   explicit shm_transport(shm_options const& o)

@@ -50,8 +50,7 @@ struct hybrid_options {
   /// How long a wait on the shm side polls before it sleeps (`shm_options::spin`; `tcp.spin`
   /// is the TCP side's).
   std::chrono::microseconds shm_spin = shm_options{}.spin;
-  /// `shm_options::cross_memory_attach` of the shm side (GCL_SHM_CMA): unset, it decides from
-  /// the host's ranks and cores.
+  /// `shm_options::cross_memory_attach` of the shm side (GCL_SHM_CMA): unset, not used.
   std::optional<bool> shm_cross_memory_attach;
   /// Bytes of each rank's pool on the shm side (`shm_options::pool_bytes`, GCL_SHM_POOL_BYTES;
   /// `hybrid_transport::allocate`): the host group's first rank's value is the group's.

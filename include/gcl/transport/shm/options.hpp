@@ -25,16 +25,6 @@
 
 namespace gcl {
 
-namespace detail {
-// Whether a job of `ranks` ranks on this host copies large messages by cross-memory attach
-// unless told otherwise (`shm_options::uses_cross_memory_attach`): where the ranks are more than
-// twice the CPUs. The ring blocks (`shm_transport::all_reduce_sizes_for`) and the size from which
-// messages are combined (`shm_options::combine_threshold`) follow the same default.
-inline bool shm_pulls_large_messages_by_default(int ranks) noexcept {
-  return ranks_outnumber_cpus(ranks, 2);
-}
-}  // namespace detail
-
 /// Options of `shm_transport`.
 ///
 ///     gcl::shm_options o{.rank = 1, .size = 4, .token = "my-job-42"};
@@ -93,32 +83,31 @@ struct shm_options {
   /// the ranks are named by their own numbers.
   std::vector<int> global_ranks;
 
-  /// Whether large messages go by cross-memory attach: `cross_memory_attach` if set, else only
-  /// when the ranks are more than twice the host's CPUs. Measured on 2 cores (all_reduce, 64
-  /// KiB - 64 MiB, back to back, against Open MPI's shared memory, which copies once by CMA):
-  /// at P = 2 and 4 the rings were 1.1-3.4x Open MPI and CMA 0.7-1.5x (process_vm_readv pins
-  /// and copies every page in the kernel, while the rings' two copies run on both cores at
-  /// once); at P = 8, where every core runs four ranks and a second copy has no idle core to
-  /// run on, CMA was 0.9-1.8x and the rings 0.6-1.5x.
-  bool uses_cross_memory_attach() const noexcept {
-    if (cross_memory_attach) return *cross_memory_attach;
-    return detail::shm_pulls_large_messages_by_default(size);
-  }
+  /// Whether large messages go by cross-memory attach: `cross_memory_attach` if set, else
+  /// never. Measured on 2 cores (all_reduce, 64 KiB - 64 MiB, back to back, against Open MPI's
+  /// shared memory, which copies once by CMA): at P = 2 and 4 the rings were 1.1-3.4x Open MPI
+  /// and CMA 0.7-1.5x (process_vm_readv pins and copies every page in the kernel, at about half
+  /// memcpy's rate, while the rings' two copies run on both cores at once). At P = 8, where
+  /// every core runs four ranks, CMA was the default until 2026-11-27 (0.9-1.8x Open MPI
+  /// against the rings' 0.6-1.5x, measured before the rings' chunks fitted them whole and were
+  /// reduced as they arrived); since, on another machine of 2 cores, three jobs interleaved,
+  /// the rings took 0.4-0.7x CMA's time from 1 to 64 MiB at P = 8 (1.9-3.6x Open MPI's
+  /// speed) and 0.55-0.75x at P = 16 (benchmark/analysis.md).
+  bool uses_cross_memory_attach() const noexcept { return cross_memory_attach.value_or(false); }
 
-  /// `combine_bytes`, or by default 256 KiB where large messages go through the rings (the
-  /// ranks are at most twice the CPUs) and 4 MiB otherwise. While the receiver combines, its
-  /// sender waits (for room in the ring, or for its offer to be read), where a receive into
-  /// scratch frees it after a copy; a message that fits the ring whole does not keep its sender
-  /// waiting, and `shm_transport::all_reduce_sizes` makes the ring's chunks fit there. Measured
-  /// on 2 cores (all_reduce, back to back, against receiving every message into scratch): at
-  /// P = 2 through the rings 1.1-1.4x slower with 1 and 2 MiB messages (larger than a ring
-  /// less its header) and 1.05-1.3x with 8 and 32 MiB ones, but 0.85x the time with 512 KiB
-  /// ones, which fit; at P = 4 (rings) 1.1-1.3x faster with 4 and 16 MiB messages; at P = 8
-  /// (cross-memory attach) 1.1-1.3x slower with 512 KiB messages, 1.1-1.15x faster with 8 MiB.
+  /// `combine_bytes`, or by default 256 KiB where large messages go through the rings and
+  /// 4 MiB where they go by cross-memory attach (`uses_cross_memory_attach`). While the receiver
+  /// combines, its sender waits (for room in the ring, or for its offer to be read), where a
+  /// receive into scratch frees it after a copy; a message that fits the ring whole does not keep
+  /// its sender waiting, and `shm_transport::default_all_reduce` makes the ring's chunks fit there.
+  /// Measured on 2 cores (all_reduce, back to back, against receiving every message into scratch):
+  /// at P = 2 through the rings 1.1-1.4x slower with 1 and 2 MiB messages (larger than a ring less
+  /// its header) and 1.05-1.3x with 8 and 32 MiB ones, but 0.85x the time with 512 KiB ones, which
+  /// fit; at P = 4 (rings) 1.1-1.3x faster with 4 and 16 MiB messages; at P = 8 (cross-memory
+  /// attach) 1.1-1.3x slower with 512 KiB messages, 1.1-1.15x faster with 8 MiB.
   std::size_t combine_threshold() const noexcept {
     if (combine_bytes != 0) return combine_bytes;
-    return detail::shm_pulls_large_messages_by_default(size) ? std::size_t{4} << 20
-                                                             : std::size_t{256} << 10;
+    return uses_cross_memory_attach() ? std::size_t{4} << 20 : std::size_t{256} << 10;
   }
 
   /// `combine_in_place_bytes`, or by default inproc's rule for the same one-copy path
