@@ -77,22 +77,31 @@ BOOST_AUTO_TEST_CASE(counts_over_tcp_equal_the_formulas) {
   }
 }
 
-// The default all_reduce over TCP sends what recursive doubling sends below 64 KiB, unless the
-// job's ranks share cores: then what the binomial tree sends (2(P - 1) messages, not P log2 P;
-// P = 4 and 5, where the two differ). From 64 KiB up, halving-doubling either way.
+// The default all_reduce over TCP sends what recursive doubling sends below 64 KiB, and what
+// halving-doubling sends from 64 KiB, unless the job's ranks share cores: then what the binomial
+// tree sends (2(P - 1) messages; P = 4 and 5, where the three differ) below 128 KiB, and what
+// halving-doubling sends from 128 KiB.
 BOOST_AUTO_TEST_CASE(by_size_over_tcp_takes_the_tree_where_ranks_share_cores) {
+  static_assert(gcl::tcp_transport::default_all_reduce.recursive_doubling_below == 64 * 1024);
+  static_assert(gcl::tcp_transport::default_all_reduce.tree_below_if_cores_shared == 128 * 1024);
   gcl::tcp_options shared;
   shared.shares_cores = true;
-  std::size_t const small = 4, large = (64 * 1024) / 8;
+  std::size_t const small = 4, medium = (64 * 1024) / 8, large = (128 * 1024) / 8;
   for (int p : {4, 5}) {
+    BOOST_TEST_INFO("P=" << p);
     bool ok = false;
     auto const tree = run(p, small, gcl::tree{}, ok).messages_sent;
     auto const doubling = run(p, small, gcl::recursive_doubling{}, ok).messages_sent;
-    auto const halving = run(p, large, gcl::halving_doubling{}, ok).messages_sent;
+    auto const halving = run(p, medium, gcl::halving_doubling{}, ok).messages_sent;
     BOOST_TEST(tree != doubling);
-    BOOST_TEST(run(p, small, gcl::by_size{}, ok, shared).messages_sent == tree);
-    BOOST_TEST(ok);
+    BOOST_TEST(tree != halving);
+    for (std::size_t n : {small, medium}) {
+      BOOST_TEST(run(p, n, gcl::by_size{}, ok, shared).messages_sent == tree);
+      BOOST_TEST(ok);
+    }
     BOOST_TEST(run(p, small, gcl::by_size{}, ok).messages_sent == doubling);
+    BOOST_TEST(ok);
+    BOOST_TEST(run(p, medium, gcl::by_size{}, ok).messages_sent == halving);
     BOOST_TEST(ok);
     BOOST_TEST(run(p, large, gcl::by_size{}, ok, shared).messages_sent == halving);
     BOOST_TEST(ok);
