@@ -145,10 +145,6 @@ struct alignas(64) shm_pair_block {
 };
 enum : std::uint32_t { offer_idle, offer_posted, offer_copying, offer_done, offer_withdrawn };
 
-inline constexpr std::size_t round64(std::size_t n) noexcept {
-  return (n + 63) / 64 * 64;
-}
-
 // Whether [at, at + n) lies within [start, start + size), without overflowing: where a message
 // names its bytes in a pool (shm_pool::contains for the sender, shm_impl::pull for the
 // receiver, which must not trust the name).
@@ -177,8 +173,13 @@ class shm_segment {
   // The bytes before the pools: what is mapped with MAP_POPULATE.
   static std::size_t rings_end(int size, std::size_t ring) noexcept {
     auto const p = static_cast<std::size_t>(size);
-    return round_to_line_pair(sizeof(shm_header)) + round_to_line_pair(p * sizeof(shm_rank_block)) +
-           p * p * pair_stride(ring);
+    return pairs_offset(size) + p * p * pair_stride(ring);
+  }
+  // Where the first pair's block starts: after the header and the ranks' blocks, each from a
+  // 128-byte boundary.
+  static std::size_t pairs_offset(int size) noexcept {
+    return round_to_line_pair(sizeof(shm_header)) +
+           round_to_line_pair(static_cast<std::size_t>(size) * sizeof(shm_rank_block));
   }
   // A pair's block and its ring, each from a 128-byte boundary.
   static std::size_t pair_stride(std::size_t ring) noexcept {
@@ -322,8 +323,7 @@ class shm_segment {
   std::byte* pair_base(int from, int to) const noexcept {
     auto const p = static_cast<std::size_t>(header().size);
     auto const stride = pair_stride(header().ring_bytes);
-    return base_ + round_to_line_pair(sizeof(shm_header)) +
-           round_to_line_pair(p * sizeof(shm_rank_block)) +
+    return base_ + pairs_offset(size()) +
            (static_cast<std::size_t>(from) * p + static_cast<std::size_t>(to)) * stride;
   }
   std::byte* base_ = nullptr;
