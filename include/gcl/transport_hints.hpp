@@ -19,6 +19,11 @@ struct all_reduce_thresholds {
   /// Below this, the binomial tree instead, when the transport says that ranks of the job
   /// share cores (a member `bool ranks_share_cores() const`, the same on every rank). 0: never.
   std::size_t tree_below_if_cores_shared = 0;
+  /// ... and from this size: below it the algorithm the other thresholds pick. 0: every size
+  /// below `tree_below_if_cores_shared` (TCP, where a message costs a wake-up and the tree sends
+  /// the fewest); threads and shared memory keep recursive doubling's fewer rounds for the
+  /// smallest messages, which cost less than a switch.
+  std::size_t tree_from_if_cores_shared = 0;
   /// Ring all-reduces a larger message a block at a time (`ring::block_bytes`), so that each
   /// block's chunks stay in the cache from the scatter-reduce that produces them to the
   /// all-gather that sends them on: at P ranks, blocks of max(ring_block_bytes,

@@ -6,7 +6,12 @@
 #include <gcl/stats.hpp>
 #include <gcl/transport/inproc.hpp>
 
+#include <map>
+#include <thread>
+#include <tuple>
 #include <type_traits>
+#include <utility>
+#include <vector>
 
 #include "accounting.hpp"
 
@@ -133,4 +138,67 @@ BOOST_AUTO_TEST_CASE(ring_runs_a_block_at_a_time_the_larger_of_the_floor_and_the
                 gcl::by_size::ring_of(processes, 2).block_bytes);
   static_assert(gcl::by_size::ring_of(threads, 64).block_bytes ==
                 gcl::by_size::ring_of(processes, 64).block_bytes);
+}
+
+// Where ranks share cores, the tree between tree_from_if_cores_shared and
+// tree_below_if_cores_shared, and the other thresholds' choice outside that window. Threads
+// share cores when they outnumber the CPUs (inproc_transport::ranks_share_cores): P = 2 does
+// not on a machine of two CPUs or more, P = CPUs + 1 does. Counted against each algorithm named
+// outright, over counting<inproc_transport> alone (the archetype cannot tell whether its ranks
+// share cores, so `pattern`'s comparison with it does not apply).
+BOOST_AUTO_TEST_CASE(takes_the_tree_between_its_two_sizes_where_ranks_share_cores) {
+  unsigned const cpus = std::thread::hardware_concurrency();
+  constexpr gcl::all_reduce_thresholds windowed{.recursive_doubling_below = 64,
+                                                .ring_from = 4096,
+                                                .tree_below_if_cores_shared = 1024,
+                                                .tree_from_if_cores_shared = 256};
+  auto sent = [](int p, std::size_t bytes, auto alg) {
+    auto out = gcl::spawn<accounting::counted>(p, [&](auto& comm) {
+      std::vector<std::int64_t> v(bytes / sizeof(std::int64_t), comm.rank() + 1);
+      gcl::all_reduce(comm, v, gcl::sum{}, alg);
+      auto const& st = comm.transport().stats();
+      return std::tuple(v == std::vector<std::int64_t>(v.size(), p * (p + 1) / 2),
+                        std::pair(st.messages_sent, st.sent_sizes),
+                        comm.transport().inner().ranks_share_cores());
+    });
+    return out;
+  };
+  auto messages = [](auto const& out) {
+    std::vector<std::pair<std::uint64_t, std::map<std::uint64_t, std::uint64_t>>> m;
+    for (auto const& r : out) m.push_back(std::get<1>(r));
+    return m;
+  };
+  std::vector<int> sizes;
+  if (cpus >= 2) sizes.push_back(2);
+  if (cpus != 0 && cpus + 1 <= 8) sizes.push_back(static_cast<int>(cpus) + 1);
+  for (int p : sizes) {
+    bool const shared = static_cast<unsigned>(p) > cpus;
+    for (std::size_t bytes : {std::size_t{32}, std::size_t{128}, std::size_t{256}, std::size_t{512},
+                              std::size_t{1024}, std::size_t{8192}}) {
+      BOOST_TEST_INFO("P=" << p << " on " << cpus << " CPUs, " << bytes << " bytes");
+      auto const got = sent(p, bytes, gcl::by_size{.sizes = windowed});
+      for (auto const& r : got) {
+        BOOST_TEST(std::get<0>(r));
+        BOOST_TEST(std::get<2>(r) == shared);
+      }
+      auto const want = bytes < 64 ? sent(p, bytes, gcl::recursive_doubling{})
+                        : shared && bytes >= 256 && bytes < 1024 ? sent(p, bytes, gcl::tree{})
+                        : bytes < 4096 ? sent(p, bytes, gcl::halving_doubling{})
+                                       : sent(p, bytes, gcl::ring{});
+      BOOST_TEST((messages(got) == messages(want)));
+    }
+    // The tree is told apart from halving-doubling here (at P = 2 the two may send alike).
+    if (p > 2)
+      BOOST_TEST(
+          (messages(sent(p, 512, gcl::tree{})) != messages(sent(p, 512, gcl::halving_doubling{}))));
+  }
+  // The threads' own thresholds take the tree at 32 KiB where the threads share cores, and
+  // halving-doubling where each has a core.
+  for (int p : sizes) {
+    bool const shared = static_cast<unsigned>(p) > cpus;
+    BOOST_TEST_INFO("P=" << p << " on " << cpus << " CPUs");
+    auto const want =
+        shared ? sent(p, 32 * 1024, gcl::tree{}) : sent(p, 32 * 1024, gcl::halving_doubling{});
+    BOOST_TEST((messages(sent(p, 32 * 1024, gcl::by_size{})) == messages(want)));
+  }
 }

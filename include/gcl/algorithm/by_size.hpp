@@ -24,8 +24,9 @@
 /// Where ranks share cores, fewer messages beat fewer rounds: a message then waits for its
 /// sender to be scheduled. A transport that knows the job's ranks share cores (a member
 /// `ranks_share_cores()` that answers the same on every rank, as `tcp_transport`'s does from
-/// its rendezvous, and `shm_transport`'s from the host's CPUs) gets the binomial tree below its
-/// `tree_below_if_cores_shared`, and ring blocks of at least P² x
+/// its rendezvous, and `shm_transport`'s and `inproc_transport`'s from the host's CPUs) gets the
+/// binomial tree from its `tree_from_if_cores_shared` to below its `tree_below_if_cores_shared`,
+/// and ring blocks of at least P² x
 /// `ring_step_bytes_per_rank_if_cores_shared` (fewer rounds).
 ///
 /// A non-commutative operator never gets ring (it reorders operands); it gets halving-doubling.
@@ -151,7 +152,8 @@ struct by_size {
     auto const t = sizes.value_or(detail::thresholds_of_comm(comm));
     std::size_t const bytes = data.size_bytes();
     bool const cores_shared = detail::ranks_share_cores_of(comm);
-    if (bytes < t.tree_below_if_cores_shared && cores_shared)
+    if (cores_shared && bytes >= t.tree_from_if_cores_shared &&
+        bytes < t.tree_below_if_cores_shared)
       return tree{}.all_reduce(comm, data, op);
     if (bytes < t.recursive_doubling_below) return recursive_doubling{}.all_reduce(comm, data, op);
     if constexpr (commutative_op<Op, T>)

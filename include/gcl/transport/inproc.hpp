@@ -272,9 +272,21 @@ class inproc_transport {
   /// as the copies between threads go straight from buffer to buffer. Measured on 2 cores,
   /// back to back, against 2 MiB per rank: at P = 2 1.3-1.4x faster for 16 MiB and 1.1x for
   /// 64 MiB; level at P = 4.
+  ///
+  /// Where the threads outnumber the cores, the binomial tree from 16 to 128 KiB: each of its
+  /// 2 (P - 1) messages waits for one switch to its sender, where halving-doubling's 2 P log2 P
+  /// wait for more. Below 16 KiB recursive doubling stays ahead (its messages cost less than a
+  /// switch). Ring from 2 MiB: below, halving-doubling's log2 P rounds cost less than ring's
+  /// 2 (P - 1). Measured on 2 cores (2026-11-27, back to back, four to six jobs per algorithm,
+  /// medians of the jobs' medians): the tree took 0.75-0.85x halving-doubling's time from 16 to
+  /// 128 KiB at P = 8 (64 KiB: 37 against 48 us), level at P = 4, and 1.04-1.74x recursive
+  /// doubling's below 16 KiB; halving-doubling 0.74-0.95x ring's from 256 KiB to 1 MiB, at
+  /// P = 8 level at 2 MiB and 1.1x at 4 MiB (benchmark/analysis.md).
   static constexpr all_reduce_thresholds default_all_reduce{
       .recursive_doubling_below = 16 * 1024,
-      .ring_from = 256 * 1024,
+      .ring_from = 2 * 1024 * 1024,
+      .tree_below_if_cores_shared = 128 * 1024,
+      .tree_from_if_cores_shared = 16 * 1024,
       .ring_block_total_bytes = 16 * 1024 * 1024};
 
   /// The shared state of `size` ranks. Outlives nothing: every transport keeps it alive.
@@ -353,6 +365,9 @@ class inproc_transport {
 
   int rank() const noexcept { return rank_; }
   int size() const noexcept { return world_->size(); }
+  /// Whether the group's threads outnumber this host's CPUs, so that they take turns on the
+  /// cores (`gcl::by_size` asks; the same answer on every rank).
+  bool ranks_share_cores() const noexcept { return detail::ranks_outnumber_cpus(size()); }
 
   /// A communicator of context `context` is gone from this rank: its calls are forgotten, so
   /// that a new communicator taking the id again is checked from its #1 (call_aware_transport).

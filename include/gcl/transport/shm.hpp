@@ -46,13 +46,16 @@ namespace gcl {
 class shm_transport {
  public:
   using options = shm_options;
-  /// Between processes of one host messages cost about what they cost between threads: the
-  /// thresholds of inproc. Measured on 2 cores (4 KiB - 1 MiB, back to back, five jobs per
-  /// algorithm, interleaved): at P = 2 recursive doubling, halving-doubling and ring took within
-  /// 5% of each other everywhere; at P = 4 and 8 the best switches lie between 4 and 64 KiB and
-  /// between 256 KiB and 1 MiB, but the two sizes of ranks prefer opposite sides at 16 KiB
-  /// (P = 4: recursive doubling 0.7x halving-doubling's time; P = 8: 1.1x) and at 256 KiB
-  /// (P = 4: ring 1.37x halving-doubling's; P = 8: 0.77x), so these stand
+  /// Between processes of one host messages cost about what they cost between threads, so the
+  /// small sizes switch as inproc's do: recursive doubling below 16 KiB and, where the ranks
+  /// outnumber the cores, the binomial tree from 16 to 128 KiB. Ring from 512 KiB, earlier
+  /// than between threads, where every ring step's chunk is copied once more (through the
+  /// ring). Measured on 2 cores (2026-11-27, back to back, four to six jobs per algorithm,
+  /// medians of the jobs' medians): the tree took 0.70-0.81x halving-doubling's time from 16 to
+  /// 128 KiB at P = 8, 0.8-1.13x at P = 4, and 1.33-1.78x recursive doubling's below; at 256
+  /// KiB halving-doubling took 0.67x ring's (P = 4) and 0.76x (P = 8), and the tree 1.75x
+  /// halving-doubling's at P = 8; from 512 KiB ring took 0.62-0.92x halving-doubling's time at
+  /// P = 8, and at P = 4 was level but at 1 MiB (1.17x). At P = 2 the three send alike
   /// (benchmark/analysis.md).
   ///
   /// Ring runs in blocks of 1 MiB per rank, not the default 2: each chunk of a block (1 MiB /
@@ -66,9 +69,12 @@ class shm_transport {
   /// jobs, 0.63-0.79x from 1 to 64 MiB (16 MiB 8.5 against 12.0 ms); at P = 8 and 16, where
   /// large messages went by cross-memory attach in 2 MiB blocks until 2026-11-27, 0.4-0.75x
   /// the time from 1 to 64 MiB (shm/options.hpp, `uses_cross_memory_attach`).
-  static constexpr all_reduce_thresholds default_all_reduce{.recursive_doubling_below = 16 * 1024,
-                                                            .ring_from = 256 * 1024,
-                                                            .ring_block_bytes = 1024 * 1024};
+  static constexpr all_reduce_thresholds default_all_reduce{
+      .recursive_doubling_below = 16 * 1024,
+      .ring_from = 512 * 1024,
+      .tree_below_if_cores_shared = 128 * 1024,
+      .tree_from_if_cores_shared = 16 * 1024,
+      .ring_block_bytes = 1024 * 1024};
 
   /// Joins the job described by `o` (rendezvous through rank 0).
   explicit shm_transport(shm_options const& o)
