@@ -197,10 +197,10 @@ class shm_impl {
     exchange(dst, send_tag, out, src, recv_tag, in, nullptr);
   }
 
-  // sendrecv, the message combined into `acc` as it is drained from the ring or copied out of
-  // the sender's memory, through staging_ (so never more than one staging block is between the
-  // ring and the reduction). False, having done nothing, for an element that does not fit a
-  // quarter of it, and below the options' combine_threshold().
+  // sendrecv, the message combined into `acc` as it is drained from the ring (where it lies) or
+  // copied out of the sender's memory (through staging_, so never more than one staging block is
+  // between the copy and the reduction). False, having done nothing, for an element that does not
+  // fit a quarter of it, and below the options' combine_threshold().
   bool sendrecv_reduce(int dst, tag send_tag, std::span<std::byte const> out, int src, tag recv_tag,
                        std::span<std::byte> acc, combiner const& c) {
     if (c.element_size == 0 || c.element_size > ring_piece_bytes / 4) return false;
@@ -788,16 +788,30 @@ class shm_impl {
     return lies_within(seg_->offset_of(seg_->pool(s)), seg_->pool_bytes(), offset, n);
   }
 
-  // Moves n bytes of the posted receive's message from the ring into staging_, combining
-  // each piece into the destination as it lands; the ring's room is returned piece by piece.
+  // Combines n bytes of the posted receive's message into the destination where they lie in the
+  // ring: a copy into staging_ first would be one more pass over every byte (a ring all_reduce's
+  // scatter-reduce moved each byte through memory three times that way, not two). Only an
+  // element that the ring's wrap or the sender's last write splits goes through staging_, its
+  // bytes gathered there. The ring's room is returned piece by piece.
   void combine_from_ring(std::byte const* ring, shm_pair_block& pb, shm_incoming& in,
                          std::uint64_t n) {
+    auto const element = static_cast<std::uint64_t>(in.combine->element_size);
     while (n > 0) {
-      auto const m = std::min<std::uint64_t>(n, ring_piece_bytes - in.staged);
-      ring_get(ring, ring_, in.tail, staging_.get() + in.staged, static_cast<std::size_t>(m));
+      auto const at = in.tail % ring_;
+      auto const whole =
+          std::min({n, ring_ - at, std::uint64_t{ring_piece_bytes}}) / element * element;
+      std::uint64_t m = 0;
+      if (in.staged == 0 && whole > 0) {
+        m = whole;
+        (*in.combine)(in.destination + in.got, ring + at, static_cast<std::size_t>(m));
+        in.got += m;
+      } else {
+        m = std::min(n, element - in.staged);  // the rest of one split element
+        ring_get(ring, ring_, in.tail, staging_.get() + in.staged, static_cast<std::size_t>(m));
+        combine_staged(in, m);
+      }
       in.tail += m;
       pb.tail.store(in.tail, std::memory_order_release);  // the sender may go on at once
-      combine_staged(in, m);
       n -= m;
     }
   }
