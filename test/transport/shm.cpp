@@ -604,7 +604,7 @@ BOOST_AUTO_TEST_CASE(ring_blocks_fit_the_rings) {
     BOOST_TEST_INFO("P=" << p);
     gcl::shm_options o;
     o.size = p;
-    BOOST_TEST(o.combine_threshold() == std::size_t{256} << 10);
+    BOOST_TEST(o.combine_threshold() == std::size_t{64} << 10);
     o.cross_memory_attach = true;
     BOOST_TEST(o.combine_threshold() == std::size_t{4} << 20);
   }

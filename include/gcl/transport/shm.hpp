@@ -177,11 +177,11 @@ class shm_transport {
   }
 
   /// `sendrecv`, the message received combined into `acc` as it arrives
-  /// (`combining_transport`): drained from the ring, or read out of the sender's memory, a
-  /// block at a time into a staging buffer that stays in the first-level cache, each block
-  /// reduced into `acc` there. False (nothing sent) for an element larger than 4 KiB, and for
-  /// a message under `shm_options::combine_threshold()` (by default: every message where each
-  /// rank has a core of its own).
+  /// (`combining_transport`): reduced where it lies in the ring, or read out of the sender's
+  /// memory a block at a time into a staging buffer that stays in the first-level cache, each
+  /// block reduced into `acc` there. False (nothing sent) for an element larger than 4 KiB, and for
+  /// a message under `shm_options::combine_threshold()` (by default 64 KiB; 4 MiB where large
+  /// messages go by cross-memory attach).
   bool sendrecv_reduce(int dst, tag send_tag, std::span<std::byte const> out, int src, tag recv_tag,
                        std::span<std::byte> acc, combiner const& c) {
     return impl_->sendrecv_reduce(dst, send_tag, out, src, recv_tag, acc, c);

@@ -95,7 +95,7 @@ struct shm_options {
   /// speed) and 0.55-0.75x at P = 16 (benchmark/analysis.md).
   bool uses_cross_memory_attach() const noexcept { return cross_memory_attach.value_or(false); }
 
-  /// `combine_bytes`, or by default 256 KiB where large messages go through the rings and
+  /// `combine_bytes`, or by default 64 KiB where large messages go through the rings and
   /// 4 MiB where they go by cross-memory attach (`uses_cross_memory_attach`). While the receiver
   /// combines, its sender waits (for room in the ring, or for its offer to be read), where a
   /// receive into scratch frees it after a copy; a message that fits the ring whole does not keep
@@ -104,10 +104,14 @@ struct shm_options {
   /// at P = 2 through the rings 1.1-1.4x slower with 1 and 2 MiB messages (larger than a ring less
   /// its header) and 1.05-1.3x with 8 and 32 MiB ones, but 0.85x the time with 512 KiB ones, which
   /// fit; at P = 4 (rings) 1.1-1.3x faster with 4 and 16 MiB messages; at P = 8 (cross-memory
-  /// attach) 1.1-1.3x slower with 512 KiB messages, 1.1-1.15x faster with 8 MiB.
+  /// attach) 1.1-1.3x slower with 512 KiB messages, 1.1-1.15x faster with 8 MiB. Since the
+  /// rings' bytes are reduced where they lie (no staging copy), 64 KiB rather than 256: all_reduce
+  /// at P = 8 took 0.8-0.9x the time from 1 to 16 MiB (the ring's 128 KiB chunks now combined),
+  /// at P = 2 0.7-0.93x from 64 to 256 KiB (halving-doubling's messages); 4 KiB was level with
+  /// 64 within the noise (benchmark/analysis.md).
   std::size_t combine_threshold() const noexcept {
     if (combine_bytes != 0) return combine_bytes;
-    return uses_cross_memory_attach() ? std::size_t{4} << 20 : std::size_t{256} << 10;
+    return uses_cross_memory_attach() ? std::size_t{4} << 20 : std::size_t{64} << 10;
   }
 
   /// `combine_in_place_bytes`, or by default inproc's rule for the same one-copy path
