@@ -789,10 +789,10 @@ class shm_impl {
   }
 
   // Combines n bytes of the posted receive's message into the destination where they lie in the
-  // ring: a copy into staging_ first would be one more pass over every byte (a ring all_reduce's
-  // scatter-reduce moved each byte through memory three times that way, not two). Only an
-  // element that the ring's wrap or the sender's last write splits goes through staging_, its
-  // bytes gathered there. The ring's room is returned piece by piece.
+  // ring: a copy into staging_ first would be one more pass over every byte received (measured:
+  // benchmark/analysis.md, "shm: combined where it lies in the ring"). Only an element that the
+  // ring's wrap or the sender's last write cuts in two goes through staging_, its bytes gathered
+  // there. The ring's room is returned piece by piece.
   void combine_from_ring(std::byte const* ring, shm_pair_block& pb, shm_incoming& in,
                          std::uint64_t n) {
     auto const element = static_cast<std::uint64_t>(in.combine->element_size);
