@@ -202,3 +202,62 @@ BOOST_AUTO_TEST_CASE(takes_the_tree_between_its_two_sizes_where_ranks_share_core
     BOOST_TEST((messages(sent(p, 32 * 1024, gcl::by_size{})) == messages(want)));
   }
 }
+
+// Where every CPU runs two ranks or more (inproc_transport::ranks_crowd_cores) and they are at
+// most by_size::direct_max_ranks, direct below direct_below_if_cores_crowded, ahead of the
+// other thresholds; elsewhere, and from that size, their choice. Counted against each
+// algorithm named outright: P = 2 x CPUs crowds the cores, P = 2 x CPUs - 1 only shares them,
+// and P = direct_max_ranks + 1 is too many where it crowds them.
+BOOST_AUTO_TEST_CASE(takes_direct_below_its_size_where_ranks_crowd_cores) {
+  unsigned const cpus = std::thread::hardware_concurrency();
+  constexpr gcl::all_reduce_thresholds crowded{
+      .recursive_doubling_below = 1024, .ring_from = 4096, .direct_below_if_cores_crowded = 256};
+  auto sent = [](int p, std::size_t bytes, auto alg) {
+    return gcl::spawn<accounting::counted>(p, [&](auto& comm) {
+      std::vector<std::int64_t> v(bytes / sizeof(std::int64_t), comm.rank() + 1);
+      gcl::all_reduce(comm, v, gcl::sum{}, alg);
+      auto const& st = comm.transport().stats();
+      return std::tuple(v == std::vector<std::int64_t>(v.size(), p * (p + 1) / 2),
+                        std::pair(st.messages_sent, st.sent_sizes),
+                        comm.transport().inner().ranks_crowd_cores());
+    });
+  };
+  auto messages = [](auto const& out) {
+    std::vector<std::pair<std::uint64_t, std::map<std::uint64_t, std::uint64_t>>> m;
+    for (auto const& r : out) m.push_back(std::get<1>(r));
+    return m;
+  };
+  if (cpus == 0) return;  // the host's CPUs unknown: no rank crowds them
+  int const twice = 2 * static_cast<int>(cpus);
+  std::vector<int> sizes{gcl::by_size::direct_max_ranks + 1};
+  if (twice <= gcl::by_size::direct_max_ranks) sizes.push_back(twice);
+  if (twice - 1 >= 3) sizes.push_back(twice - 1);
+  int tried_direct = 0;
+  for (int p : sizes) {
+    bool const crowds = p >= twice;
+    bool const direct = crowds && p <= gcl::by_size::direct_max_ranks;
+    for (std::size_t bytes :
+         {std::size_t{8}, std::size_t{128}, std::size_t{248}, std::size_t{256}, std::size_t{512}}) {
+      BOOST_TEST_INFO("P=" << p << " on " << cpus << " CPUs, " << bytes << " bytes");
+      auto const got = sent(p, bytes, gcl::by_size{.sizes = crowded});
+      for (auto const& r : got) {
+        BOOST_TEST(std::get<0>(r));
+        BOOST_TEST(std::get<2>(r) == crowds);
+      }
+      bool const takes_direct = direct && bytes < 256;
+      tried_direct += takes_direct ? 1 : 0;
+      auto const want =
+          takes_direct ? sent(p, bytes, gcl::direct{}) : sent(p, bytes, gcl::recursive_doubling{});
+      BOOST_TEST((messages(got) == messages(want)));
+      // The two are told apart by their messages at these P (P (P - 1) against about P log2 P).
+      BOOST_TEST((messages(sent(p, bytes, gcl::direct{})) !=
+                  messages(sent(p, bytes, gcl::recursive_doubling{}))));
+    }
+  }
+  // The threads' own thresholds take direct at 64 B where the threads crowd the cores.
+  if (twice <= gcl::by_size::direct_max_ranks) {
+    BOOST_TEST(tried_direct > 0);
+    BOOST_TEST(
+        (messages(sent(twice, 64, gcl::by_size{})) == messages(sent(twice, 64, gcl::direct{}))));
+  }
+}

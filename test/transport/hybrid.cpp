@@ -322,6 +322,24 @@ BOOST_AUTO_TEST_CASE(whether_ranks_share_cores) {
   }
 }
 
+// Whether ranks crowd the cores (at least two per CPU; by_size asks, for direct): on one host,
+// as shm answers; across hosts never (TCP's thresholds take no direct).
+BOOST_AUTO_TEST_CASE(whether_ranks_crowd_cores) {
+  auto answers = [](std::vector<int> hosts) {
+    return gcl::spawn<gcl::hybrid_transport>(
+        4, [](auto& comm) { return comm.transport().ranks_crowd_cores(); },
+        scaled(std::move(hosts)));
+  };
+  unsigned const cpus = std::thread::hardware_concurrency();
+  bool const crowded = cpus != 0 && 4 >= 2 * cpus;
+  BOOST_TEST(gcl::detail::ranks_crowd_cpus(4) == crowded);
+  BOOST_TEST(answers({0, 0, 0, 0}) == std::vector<bool>(4, crowded),
+             boost::test_tools::per_element());
+  BOOST_TEST(answers({0, 0, 1, 1}) == std::vector<bool>(4, false),
+             boost::test_tools::per_element());
+  static_assert(gcl::tcp_transport::default_all_reduce.direct_below_if_cores_crowded == 0);
+}
+
 // Every rank on one host under auto: pure shm, no TCP side left after the rendezvous.
 BOOST_AUTO_TEST_CASE(one_host_is_pure_shm) {
   std::vector<int> hosts{0, 0, 0};

@@ -592,6 +592,51 @@ BOOST_AUTO_TEST_CASE(by_size_sees_whether_ranks_share_cores) {
   }
 }
 
+// Where every CPU runs two ranks or more (and they are at most by_size::direct_max_ranks),
+// shm's default all_reduce takes direct below 1 KiB, as between threads; at P = 2 and where the
+// ranks only share the cores, recursive doubling. Counted against each one named outright.
+BOOST_AUTO_TEST_CASE(the_default_all_reduce_takes_direct_where_ranks_crowd_cores) {
+  unsigned const cpus = std::thread::hardware_concurrency();
+  auto sent = [](int p, auto alg) {
+    gcl::shm_options o;
+    o.timeout = 60s;
+    return gcl::spawn<gcl::counting<gcl::shm_transport>>(
+        p,
+        [&](auto& comm) {
+          std::vector<std::int64_t> v(8, comm.rank() + 1);  // 64 B
+          gcl::all_reduce(comm, v, gcl::sum{}, alg);
+          auto const& st = comm.transport().stats();
+          return std::tuple(v == std::vector<std::int64_t>(v.size(), p * (p + 1) / 2),
+                            std::pair(st.messages_sent, st.rounds),
+                            comm.transport().inner().ranks_crowd_cores());
+        },
+        o);
+  };
+  static_assert(64 < gcl::shm_transport::default_all_reduce.direct_below_if_cores_crowded);
+  if (cpus == 0) return;  // the host's CPUs unknown: no rank crowds them
+  int const twice = 2 * static_cast<int>(cpus);
+  std::vector<int> sizes{2};
+  if (twice <= gcl::by_size::direct_max_ranks) sizes.push_back(twice);
+  if (twice - 1 >= 3 && twice - 1 <= 8) sizes.push_back(twice - 1);
+  for (int p : sizes) {
+    bool const crowds = p >= twice;
+    auto const chosen = sent(p, gcl::by_size{});
+    auto const direct = sent(p, gcl::direct{});
+    auto const rd = sent(p, gcl::recursive_doubling{});
+    bool differ = false;  // the check below tells the two algorithms apart
+    for (int r = 0; r < p; ++r) {
+      auto const i = static_cast<std::size_t>(r);
+      differ = differ || std::get<1>(direct[i]) != std::get<1>(rd[i]);
+      BOOST_TEST_INFO("P=" << p << " on " << cpus << " CPUs, rank " << r);
+      BOOST_TEST(std::get<0>(chosen[i]));
+      BOOST_TEST(std::get<2>(chosen[i]) == crowds);
+      BOOST_TEST((std::get<1>(chosen[i]) == std::get<1>(crowds ? direct[i] : rd[i])));
+    }
+    // At P = 2 the two send alike.
+    if (p > 2) BOOST_TEST(differ, "P=" << p);
+  }
+}
+
 // The default all_reduce runs ring in blocks of 1 MiB per rank over shm (a chunk then fits its
 // ring whole) and reduces messages from 256 KiB as they arrive, or from 4 MiB where they come
 // by cross-memory attach (shm_transport::default_all_reduce, shm_options). Counted: 3 MiB is

@@ -27,7 +27,9 @@
 /// its rendezvous, and `shm_transport`'s and `inproc_transport`'s from the host's CPUs) gets the
 /// binomial tree from its `tree_from_if_cores_shared` to below its `tree_below_if_cores_shared`,
 /// and ring blocks of at least P² x
-/// `ring_step_bytes_per_rank_if_cores_shared` (fewer rounds).
+/// `ring_step_bytes_per_rank_if_cores_shared` (fewer rounds). Where they crowd the cores (at
+/// least two per CPU: a member `ranks_crowd_cores()`), the smallest messages take `direct`,
+/// one round, below its `direct_below_if_cores_crowded` (up to `direct_max_ranks` ranks).
 ///
 /// A non-commutative operator never gets ring (it reorders operands); it gets halving-doubling.
 
@@ -41,6 +43,7 @@
 #include "../cost_model.hpp"
 #include "../op.hpp"
 #include "../transport_hints.hpp"
+#include "direct.hpp"
 #include "halving_doubling.hpp"
 #include "recursive_doubling.hpp"
 #include "ring.hpp"
@@ -109,12 +112,43 @@ bool ranks_share_cores_of(Comm& comm) {
     return false;
 }
 
+// Whether the transport (or the one a decorator wraps) says that its ranks crowd the cores (at
+// least two per CPU); false if it cannot tell.
+template <class Transport>
+bool ranks_crowd_cores(Transport const& t) {
+  if constexpr (requires {
+                  { t.ranks_crowd_cores() } -> std::convertible_to<bool>;
+                })
+    return t.ranks_crowd_cores();
+  else if constexpr (requires { t.inner(); })
+    return ranks_crowd_cores(t.inner());
+  else
+    return false;
+}
+
+// The same, of a communicator's transport; false for a communicator that does not show one.
+template <class Comm>
+bool ranks_crowd_cores_of(Comm& comm) {
+  if constexpr (requires { comm.transport(); })
+    return ranks_crowd_cores(comm.transport());
+  else
+    return false;
+}
+
 }  // namespace detail
 
 struct by_size {
   static constexpr std::string_view name = "by_size";
   /// Ring, the one algorithm here that reorders operands, is only picked for commutative ones.
   static constexpr bool needs_commutative = false;
+
+  /// The most ranks for which `direct` is taken where they crowd the cores
+  /// (`all_reduce_thresholds::direct_below_if_cores_crowded`): its P - 1 messages a rank grow
+  /// with P where the rounds it saves grow with log2 P. Measured on 2 cores (4 B to 1 KiB,
+  /// back to back, against recursive doubling): ahead at P = 4 and 8 over shm and between
+  /// threads; at P = 16 ahead over shm, level to 1.2x behind between threads; at P = 32 behind
+  /// on both (benchmark/analysis.md).
+  static constexpr int direct_max_ranks = 8;
 
   /// Empty: the transport's (its `all_reduce_sizes()`, else `Transport::default_all_reduce`,
   /// else `all_reduce_thresholds{}`).
@@ -151,6 +185,9 @@ struct by_size {
   void all_reduce(Comm& comm, std::span<T> data, Op const& op) const {
     auto const t = sizes.value_or(detail::thresholds_of_comm(comm));
     std::size_t const bytes = data.size_bytes();
+    if (bytes < t.direct_below_if_cores_crowded && comm.size() <= direct_max_ranks &&
+        detail::ranks_crowd_cores_of(comm))
+      return direct{}.all_reduce(comm, data, op);
     bool const cores_shared = detail::ranks_share_cores_of(comm);
     if (cores_shared && bytes >= t.tree_from_if_cores_shared &&
         bytes < t.tree_below_if_cores_shared)

@@ -7,11 +7,25 @@
 
 namespace gcl::detail {
 
-// True when `ranks` are more than `per_cpu` times the CPUs std::thread::hardware_concurrency
-// reports (looked up once); false when it cannot tell.
-inline bool ranks_outnumber_cpus(int ranks, unsigned per_cpu = 1) noexcept {
+// The CPUs std::thread::hardware_concurrency reports, looked up once; 0 when it cannot tell.
+inline unsigned host_cpus() noexcept {
   static unsigned const cpus = std::thread::hardware_concurrency();
+  return cpus;
+}
+
+// True when `ranks` are more than `per_cpu` times the CPUs; false when it cannot tell.
+inline bool ranks_outnumber_cpus(int ranks, unsigned per_cpu = 1) noexcept {
+  unsigned const cpus = host_cpus();
   return cpus != 0 && ranks > 0 && static_cast<unsigned>(ranks) > per_cpu * cpus;
+}
+
+// True when `ranks` are at least twice the CPUs, so that every core (the ranks spread evenly)
+// runs two or more of them: there a round of messages waits for about one switch per rank on
+// the core, and all_reduce's smallest messages go fastest in one round (`gcl::by_size`,
+// `all_reduce_thresholds::direct_below_if_cores_crowded`). False when it cannot tell.
+inline bool ranks_crowd_cpus(int ranks) noexcept {
+  unsigned const cpus = host_cpus();
+  return cpus != 0 && ranks > 0 && static_cast<unsigned>(ranks) >= 2 * cpus;
 }
 
 // How many times a blocked call of inproc or shm looks for what it waits for, a pause apart,

@@ -242,6 +242,12 @@ class hybrid_transport {
     if (s_->tcp) return s_->tcp->any_shares_cores();
     return detail::ranks_outnumber_cpus(s_->size);
   }
+  /// Whether the ranks crowd the cores (at least two per CPU), as by_size asks: where every
+  /// peer is reached through shared memory, as `shm_transport::ranks_crowd_cores`; else false
+  /// (TCP's thresholds never take `direct` for it).
+  bool ranks_crowd_cores() const noexcept {
+    return all_shm() && detail::ranks_crowd_cpus(s_->size);
+  }
 
   /// Which call the following messages belong to: told to both sides, so that a disagreement
   /// is found on the first message whichever path it takes.

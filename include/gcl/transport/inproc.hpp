@@ -282,11 +282,18 @@ class inproc_transport {
   /// 128 KiB at P = 8 (64 KiB: 37 against 48 us), level at P = 4, and 1.04-1.74x recursive
   /// doubling's below 16 KiB; halving-doubling 0.74-0.95x ring's from 256 KiB to 1 MiB, at
   /// P = 8 level at 2 MiB and 1.1x at 4 MiB (benchmark/analysis.md).
+  ///
+  /// Where every core runs two threads or more (and they are at most 8), `direct` below 1 KiB:
+  /// one round, where recursive doubling waits log2 P times for the threads of a core to take
+  /// turns. Measured on 2 cores (2026-11-27, back to back, 4 B to 256 B, two or three jobs
+  /// each, interleaved): at P = 8 9-16 us against 17-21, at P = 4 4.4-6.3 against 5.5-9.7; from
+  /// 1 KiB level or behind, and at P = 3 (a core each for two of them) behind.
   static constexpr all_reduce_thresholds default_all_reduce{
       .recursive_doubling_below = 16 * 1024,
       .ring_from = 2 * 1024 * 1024,
       .tree_below_if_cores_shared = 128 * 1024,
       .tree_from_if_cores_shared = 16 * 1024,
+      .direct_below_if_cores_crowded = 1024,
       .ring_block_total_bytes = 16 * 1024 * 1024};
 
   /// The shared state of `size` ranks. Outlives nothing: every transport keeps it alive.
@@ -368,6 +375,9 @@ class inproc_transport {
   /// Whether the group's threads outnumber this host's CPUs, so that they take turns on the
   /// cores (`gcl::by_size` asks; the same answer on every rank).
   bool ranks_share_cores() const noexcept { return detail::ranks_outnumber_cpus(size()); }
+  /// Whether they are at least twice this host's CPUs, so that every core runs two or more
+  /// (`gcl::by_size` asks, for `all_reduce_thresholds::direct_below_if_cores_crowded`).
+  bool ranks_crowd_cores() const noexcept { return detail::ranks_crowd_cpus(size()); }
 
   /// A communicator of context `context` is gone from this rank: its calls are forgotten, so
   /// that a new communicator taking the id again is checked from its #1 (call_aware_transport).

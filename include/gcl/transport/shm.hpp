@@ -58,6 +58,12 @@ class shm_transport {
   /// P = 8, and at P = 4 was level but at 1 MiB (1.17x). At P = 2 the three send alike
   /// (benchmark/analysis.md).
   ///
+  /// Where every core runs two ranks or more (and they are at most 8), `direct` below 1 KiB, as
+  /// between threads: one round, where recursive doubling waits log2 P times for the ranks of a
+  /// core to take turns. Measured on 2 cores (2026-11-27, back to back, 4 B to 256 B, three
+  /// jobs each, interleaved with Open MPI's vader): at P = 8 12-18 us against 14-46 (vader
+  /// 13-23), at P = 4 3.8-7.6 against 5.2-11 (vader 3.4-8.8); from 1 KiB level or behind.
+  ///
   /// Ring runs in blocks of 1 MiB per rank, not the default 2: each chunk of a block (1 MiB /
   /// P) then fits its ring (2 MiB / P) whole, header included, so a sender writes it at once
   /// and goes on while its receiver reduces it straight out of the ring
@@ -74,6 +80,7 @@ class shm_transport {
       .ring_from = 512 * 1024,
       .tree_below_if_cores_shared = 128 * 1024,
       .tree_from_if_cores_shared = 16 * 1024,
+      .direct_below_if_cores_crowded = 1024,
       .ring_block_bytes = 1024 * 1024};
 
   /// Joins the job described by `o` (rendezvous through rank 0).
@@ -129,6 +136,9 @@ class shm_transport {
   /// Whether the job's ranks outnumber this host's CPUs, so that they take turns on the cores
   /// (`gcl::by_size` asks; the same answer on every rank).
   bool ranks_share_cores() const noexcept { return detail::ranks_outnumber_cpus(size()); }
+  /// Whether they are at least twice this host's CPUs, so that every core runs two or more
+  /// (`gcl::by_size` asks, for `all_reduce_thresholds::direct_below_if_cores_crowded`).
+  bool ranks_crowd_cores() const noexcept { return detail::ranks_crowd_cpus(size()); }
   /// Whether large messages from `peer` are copied once, straight from its memory
   /// (process_vm_readv allowed), rather than streamed through the ring.
   bool copies_once_from(int peer) const noexcept { return impl_->copies_once_from(peer); }
