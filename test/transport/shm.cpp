@@ -638,7 +638,7 @@ BOOST_AUTO_TEST_CASE(the_default_all_reduce_takes_direct_where_ranks_crowd_cores
 }
 
 // The default all_reduce runs ring in blocks of 1 MiB per rank over shm (a chunk then fits its
-// ring whole) and reduces messages from 256 KiB as they arrive, or from 4 MiB where they come
+// ring whole) and reduces messages from 64 KiB as they arrive, or from 4 MiB where they come
 // by cross-memory attach (shm_transport::default_all_reduce, shm_options). Counted: 3 MiB is
 // three blocks of 2 (P - 1) messages per rank (two blocks with 2 MiB ones), at P = 2 and at
 // P = 8, more ranks than twice the CPUs of the machines the suite runs on (where 2 MiB blocks
