@@ -40,6 +40,42 @@ std::pair<std::uint64_t, std::map<std::uint64_t, std::uint64_t>> pattern(int p, 
 
 constexpr gcl::all_reduce_thresholds sizes{.recursive_doubling_below = 64, .ring_from = 1024};
 
+// How many messages a rank sent, of which sizes: they tell which algorithm ran.
+using message_counts = std::pair<std::uint64_t, std::map<std::uint64_t, std::uint64_t>>;
+
+// One rank's view of an all_reduce: whether its sum came out exact, its messages, and what its
+// transport says of the cores.
+struct rank_view {
+  bool exact = false;
+  message_counts messages;
+  bool share_cores = false;
+  bool crowd_cores = false;
+};
+
+// One all_reduce of `bytes` of int64 (rank r gives r + 1) on P threads, over
+// counting<inproc_transport> alone (the archetype cannot tell whether its ranks share or crowd
+// the cores, so `pattern`'s comparison with it does not apply).
+template <class Alg>
+std::vector<rank_view> sent(int p, std::size_t bytes, Alg alg) {
+  return gcl::spawn<accounting::counted>(p, [&](auto& comm) {
+    std::vector<std::int64_t> v(bytes / sizeof(std::int64_t), comm.rank() + 1);
+    gcl::all_reduce(comm, v, gcl::sum{}, alg);
+    auto const& st = comm.transport().stats();
+    auto const& t = comm.transport().inner();
+    return rank_view{v == std::vector<std::int64_t>(v.size(), p * (p + 1) / 2),
+                     {st.messages_sent, st.sent_sizes},
+                     t.ranks_share_cores(),
+                     t.ranks_crowd_cores()};
+  });
+}
+
+// Every rank's messages in a run of `sent`.
+std::vector<message_counts> messages(std::vector<rank_view> const& out) {
+  std::vector<message_counts> m;
+  for (auto const& r : out) m.push_back(r.messages);
+  return m;
+}
+
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(picks_recursive_doubling_then_halving_doubling_then_ring_by_bytes_per_rank) {
@@ -144,30 +180,13 @@ BOOST_AUTO_TEST_CASE(ring_runs_a_block_at_a_time_the_larger_of_the_floor_and_the
 // tree_below_if_cores_shared, and the other thresholds' choice outside that window. Threads
 // share cores when they outnumber the CPUs (inproc_transport::ranks_share_cores): P = 2 does
 // not on a machine of two CPUs or more, P = CPUs + 1 does. Counted against each algorithm named
-// outright, over counting<inproc_transport> alone (the archetype cannot tell whether its ranks
-// share cores, so `pattern`'s comparison with it does not apply).
+// outright (`sent`).
 BOOST_AUTO_TEST_CASE(takes_the_tree_between_its_two_sizes_where_ranks_share_cores) {
   unsigned const cpus = std::thread::hardware_concurrency();
   constexpr gcl::all_reduce_thresholds windowed{.recursive_doubling_below = 64,
                                                 .ring_from = 4096,
                                                 .tree_below_if_cores_shared = 1024,
                                                 .tree_from_if_cores_shared = 256};
-  auto sent = [](int p, std::size_t bytes, auto alg) {
-    auto out = gcl::spawn<accounting::counted>(p, [&](auto& comm) {
-      std::vector<std::int64_t> v(bytes / sizeof(std::int64_t), comm.rank() + 1);
-      gcl::all_reduce(comm, v, gcl::sum{}, alg);
-      auto const& st = comm.transport().stats();
-      return std::tuple(v == std::vector<std::int64_t>(v.size(), p * (p + 1) / 2),
-                        std::pair(st.messages_sent, st.sent_sizes),
-                        comm.transport().inner().ranks_share_cores());
-    });
-    return out;
-  };
-  auto messages = [](auto const& out) {
-    std::vector<std::pair<std::uint64_t, std::map<std::uint64_t, std::uint64_t>>> m;
-    for (auto const& r : out) m.push_back(std::get<1>(r));
-    return m;
-  };
   std::vector<int> sizes;
   if (cpus >= 2) sizes.push_back(2);
   if (cpus != 0 && cpus + 1 <= 8) sizes.push_back(static_cast<int>(cpus) + 1);
@@ -178,8 +197,8 @@ BOOST_AUTO_TEST_CASE(takes_the_tree_between_its_two_sizes_where_ranks_share_core
       BOOST_TEST_INFO("P=" << p << " on " << cpus << " CPUs, " << bytes << " bytes");
       auto const got = sent(p, bytes, gcl::by_size{.sizes = windowed});
       for (auto const& r : got) {
-        BOOST_TEST(std::get<0>(r));
-        BOOST_TEST(std::get<2>(r) == shared);
+        BOOST_TEST(r.exact);
+        BOOST_TEST(r.share_cores == shared);
       }
       auto const want = bytes < 64 ? sent(p, bytes, gcl::recursive_doubling{})
                         : shared && bytes >= 256 && bytes < 1024 ? sent(p, bytes, gcl::tree{})
@@ -212,21 +231,6 @@ BOOST_AUTO_TEST_CASE(takes_direct_below_its_size_where_ranks_crowd_cores) {
   unsigned const cpus = std::thread::hardware_concurrency();
   constexpr gcl::all_reduce_thresholds crowded{
       .recursive_doubling_below = 1024, .ring_from = 4096, .direct_below_if_cores_crowded = 256};
-  auto sent = [](int p, std::size_t bytes, auto alg) {
-    return gcl::spawn<accounting::counted>(p, [&](auto& comm) {
-      std::vector<std::int64_t> v(bytes / sizeof(std::int64_t), comm.rank() + 1);
-      gcl::all_reduce(comm, v, gcl::sum{}, alg);
-      auto const& st = comm.transport().stats();
-      return std::tuple(v == std::vector<std::int64_t>(v.size(), p * (p + 1) / 2),
-                        std::pair(st.messages_sent, st.sent_sizes),
-                        comm.transport().inner().ranks_crowd_cores());
-    });
-  };
-  auto messages = [](auto const& out) {
-    std::vector<std::pair<std::uint64_t, std::map<std::uint64_t, std::uint64_t>>> m;
-    for (auto const& r : out) m.push_back(std::get<1>(r));
-    return m;
-  };
   if (cpus == 0) return;  // the host's CPUs unknown: no rank crowds them
   int const twice = 2 * static_cast<int>(cpus);
   std::vector<int> sizes{gcl::by_size::direct_max_ranks + 1};
@@ -241,8 +245,8 @@ BOOST_AUTO_TEST_CASE(takes_direct_below_its_size_where_ranks_crowd_cores) {
       BOOST_TEST_INFO("P=" << p << " on " << cpus << " CPUs, " << bytes << " bytes");
       auto const got = sent(p, bytes, gcl::by_size{.sizes = crowded});
       for (auto const& r : got) {
-        BOOST_TEST(std::get<0>(r));
-        BOOST_TEST(std::get<2>(r) == crowds);
+        BOOST_TEST(r.exact);
+        BOOST_TEST(r.crowd_cores == crowds);
       }
       bool const takes_direct = direct && bytes < 256;
       tried_direct += takes_direct ? 1 : 0;

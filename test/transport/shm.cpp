@@ -549,28 +549,48 @@ BOOST_AUTO_TEST_CASE(counting_counts_the_same_messages_as_on_inproc) {
     }
 }
 
+namespace {
+
+// One rank's view of an all_reduce over shm: whether its sum came out exact, how many messages
+// it sent in how many rounds (they tell which algorithm ran), and what its transport says of
+// the cores.
+struct rank_view {
+  bool exact = false;
+  std::pair<std::uint64_t, int> messages;
+  bool share_cores = false;
+  bool crowd_cores = false;
+};
+
+// One all_reduce of `count` int64 (rank r gives r + 1) on P ranks as threads over one segment,
+// counted.
+template <class Alg>
+std::vector<rank_view> counted_all_reduce(int p, std::size_t count, Alg alg) {
+  gcl::shm_options o;
+  o.timeout = 60s;
+  return gcl::spawn<gcl::counting<gcl::shm_transport>>(
+      p,
+      [&](auto& comm) {
+        std::vector<std::int64_t> v(count, comm.rank() + 1);
+        gcl::all_reduce(comm, v, gcl::sum{}, alg);
+        auto const& st = comm.transport().stats();
+        auto const& t = comm.transport().inner();
+        return rank_view{v == std::vector<std::int64_t>(v.size(), p * (p + 1) / 2),
+                         {st.messages_sent, st.rounds},
+                         t.ranks_share_cores(),
+                         t.ranks_crowd_cores()};
+      },
+      o);
+}
+
+}  // namespace
+
 // by_size's choices for ranks that share cores (tree_below_if_cores_shared) apply over shm
 // exactly when the job's ranks outnumber the host's CPUs: counted against the tree's messages.
 BOOST_AUTO_TEST_CASE(by_size_sees_whether_ranks_share_cores) {
   unsigned const cpus = std::thread::hardware_concurrency();
   gcl::by_size const tree_when_shared{
       .sizes = gcl::all_reduce_thresholds{.tree_below_if_cores_shared = 1 << 20}};
-  auto sent = [](int p, auto alg) {
-    gcl::shm_options o;
-    o.timeout = 60s;
-    auto out = gcl::spawn<gcl::counting<gcl::shm_transport>>(
-        p,
-        [&](auto& comm) {
-          std::vector<std::int64_t> v(100, comm.rank() + 1);
-          gcl::all_reduce(comm, v, gcl::sum{}, alg);
-          auto const& st = comm.transport().stats();
-          return std::tuple(v == std::vector<std::int64_t>(v.size(), p * (p + 1) / 2),
-                            std::pair(st.messages_sent, st.rounds),
-                            comm.transport().inner().ranks_share_cores());
-        },
-        o);
-    return out;
-  };
+  auto sent = [](int p, auto alg) { return counted_all_reduce(p, 100, alg); };
   std::vector<int> sizes{2};
   if (cpus != 0 && cpus + 1 <= 8) sizes.push_back(static_cast<int>(cpus) + 1);
   for (int p : sizes) {
@@ -581,11 +601,11 @@ BOOST_AUTO_TEST_CASE(by_size_sees_whether_ranks_share_cores) {
     bool differ = false;  // the check below tells the two algorithms apart
     for (int r = 0; r < p; ++r) {
       auto const i = static_cast<std::size_t>(r);
-      differ = differ || std::get<1>(tree[i]) != std::get<1>(rd[i]);
+      differ = differ || tree[i].messages != rd[i].messages;
       BOOST_TEST_INFO("P=" << p << " on " << cpus << " CPUs, rank " << r);
-      BOOST_TEST(std::get<0>(chosen[i]));
-      BOOST_TEST(std::get<2>(chosen[i]) == shared);
-      BOOST_TEST((std::get<1>(chosen[i]) == std::get<1>(shared ? tree[i] : rd[i])));
+      BOOST_TEST(chosen[i].exact);
+      BOOST_TEST(chosen[i].share_cores == shared);
+      BOOST_TEST((chosen[i].messages == (shared ? tree[i] : rd[i]).messages));
     }
     // At P = 2 the two may send alike (on a one-CPU host P = 2 is the shared case).
     if (p > 2) BOOST_TEST(differ, "P=" << p);
@@ -597,21 +617,7 @@ BOOST_AUTO_TEST_CASE(by_size_sees_whether_ranks_share_cores) {
 // ranks only share the cores, recursive doubling. Counted against each one named outright.
 BOOST_AUTO_TEST_CASE(the_default_all_reduce_takes_direct_where_ranks_crowd_cores) {
   unsigned const cpus = std::thread::hardware_concurrency();
-  auto sent = [](int p, auto alg) {
-    gcl::shm_options o;
-    o.timeout = 60s;
-    return gcl::spawn<gcl::counting<gcl::shm_transport>>(
-        p,
-        [&](auto& comm) {
-          std::vector<std::int64_t> v(8, comm.rank() + 1);  // 64 B
-          gcl::all_reduce(comm, v, gcl::sum{}, alg);
-          auto const& st = comm.transport().stats();
-          return std::tuple(v == std::vector<std::int64_t>(v.size(), p * (p + 1) / 2),
-                            std::pair(st.messages_sent, st.rounds),
-                            comm.transport().inner().ranks_crowd_cores());
-        },
-        o);
-  };
+  auto sent = [](int p, auto alg) { return counted_all_reduce(p, 8, alg); };  // 64 B
   static_assert(64 < gcl::shm_transport::default_all_reduce.direct_below_if_cores_crowded);
   if (cpus == 0) return;  // the host's CPUs unknown: no rank crowds them
   int const twice = 2 * static_cast<int>(cpus);
@@ -626,11 +632,11 @@ BOOST_AUTO_TEST_CASE(the_default_all_reduce_takes_direct_where_ranks_crowd_cores
     bool differ = false;  // the check below tells the two algorithms apart
     for (int r = 0; r < p; ++r) {
       auto const i = static_cast<std::size_t>(r);
-      differ = differ || std::get<1>(direct[i]) != std::get<1>(rd[i]);
+      differ = differ || direct[i].messages != rd[i].messages;
       BOOST_TEST_INFO("P=" << p << " on " << cpus << " CPUs, rank " << r);
-      BOOST_TEST(std::get<0>(chosen[i]));
-      BOOST_TEST(std::get<2>(chosen[i]) == crowds);
-      BOOST_TEST((std::get<1>(chosen[i]) == std::get<1>(crowds ? direct[i] : rd[i])));
+      BOOST_TEST(chosen[i].exact);
+      BOOST_TEST(chosen[i].crowd_cores == crowds);
+      BOOST_TEST((chosen[i].messages == (crowds ? direct[i] : rd[i]).messages));
     }
     // At P = 2 the two send alike.
     if (p > 2) BOOST_TEST(differ, "P=" << p);
