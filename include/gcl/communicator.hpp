@@ -252,6 +252,37 @@ class communicator {
                               reinterpret_cast<std::byte const*>(got.data()), acc.size_bytes());
   }
 
+  /// Sends `out` to every other rank and receives what each rank r sends into `into(r)` (a
+  /// `std::span<T>`), in one round, where the transport stages `out` once for all of them
+  /// (`sharing_transport`: shm copies it into its share area of the segment, and each peer
+  /// copies it from there). False, having sent nothing, where it does not: another transport,
+  /// or a message larger than shm's share area (ranks that send the same sizes agree). Ring's
+  /// all_reduce takes it for its all-gather (algorithm/ring.hpp).
+  ///
+  ///     comm.share_with_all(std::span<float const>(mine),
+  ///                         [&](int r) { return std::span(all).subspan(r * n, n); });
+  template <class T, class Into>
+  bool share_with_all(std::span<T const> out, Into&& into, tag tg = tag{0}) {
+    if constexpr (sharing_transport<Transport>) {
+      check_tag(tg);
+      // Kept vectors: a warm call allocates nothing.
+      share_peers_.clear();
+      share_ins_.clear();
+      for (int k = 1; k < size_; ++k) {  // from the left neighbour on (shm/engine.hpp)
+        int const r = (rank_ - k + size_) % size_;
+        share_peers_.push_back(transport_rank(r));
+        share_ins_.push_back(std::as_writable_bytes(std::span<T>(into(r))));
+      }
+      bool shared = false;
+      annotated([&] {
+        shared = transport_->share_with_all(share_peers_, wire(tg), std::as_bytes(out), share_ins_);
+      });
+      return shared;
+    } else {
+      return false;
+    }
+  }
+
   /// Non-blocking send. Sends are eager, so the returned request is already complete.
   template <sendable T>
   request isend(int peer, T const& data, tag tg = tag{0}) {
@@ -451,6 +482,8 @@ class communicator {
   static constexpr int reduce_scratch_slot = 3;  // sendrecv_reduce's, over other transports
   std::vector<std::vector<std::max_align_t>> scratch_ =
       std::vector<std::vector<std::max_align_t>>(4);
+  std::vector<int> share_peers_;                 // share_with_all's, kept
+  std::vector<std::span<std::byte>> share_ins_;  // (no allocation once warm)
   using erased_state = std::unique_ptr<void, void (*)(void*)>;
   std::vector<std::pair<void const*, erased_state>> cached_;  // few entries: a linear search
 };

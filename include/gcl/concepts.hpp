@@ -69,6 +69,19 @@ concept combining_transport = sendrecv_transport<T> &&
   { t.sendrecv_reduce(peer, tg, out, peer, tg, acc, c) } -> std::same_as<bool>;
 };
 
+/// Optional: `t.share_with_all(peers, tg, out, ins)` sends `out` to each rank of `peers` and
+/// receives `ins[i]` from `peers[i]`, all in one round, staging `out` once where every peer
+/// reads it (shm's share area) instead of once per peer. Returns false, having sent and received
+/// nothing, where it cannot (a message larger than the area): the caller then sends otherwise.
+/// Counts, orders and checks its messages as that many sends and receives. Detected, not
+/// required.
+template <class T>
+concept sharing_transport = transport<T> &&
+    requires(T& t, std::span<int const> peers, tag tg, std::span<std::byte const> out,
+             std::span<std::span<std::byte> const> ins) {
+  { t.share_with_all(peers, tg, out, ins) } -> std::same_as<bool>;
+};
+
 /// Optional: non-blocking receive returning a request with `wait()` and `test()`.
 template <class T>
 concept irecv_transport = transport<T> &&

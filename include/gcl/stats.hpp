@@ -179,6 +179,21 @@ class counting : public detail::counting_group_base<Transport> {
     return true;
   }
 
+  /// Counted as the sends and receives it is (one round), when the wrapped transport shared.
+  bool share_with_all(std::span<int const> peers, tag tg, std::span<std::byte const> out,
+                      std::span<std::span<std::byte> const> ins) requires
+      sharing_transport<Transport> {
+    // As sendrecv_reduce's: the depths go once it is known that the messages went, each sent
+    // before any is received, so that they carry this rank's clock before the round.
+    if (!inner_.share_with_all(peers, tg, out, ins)) return false;
+    for (int peer : peers) {
+      send_depth(peer, tg);
+      count_sent(tg, out.size());
+    }
+    for (std::size_t i = 0; i < peers.size(); ++i) receive_depth(peers[i], tg, ins[i].size());
+    return true;
+  }
+
   /// A pending `irecv`: the message is counted when `wait()` or a successful `test()` sees it.
   class request {
    public:

@@ -48,6 +48,9 @@ static_assert(gcl::transport<gcl::shm_transport>);
 static_assert(gcl::call_aware_transport<gcl::shm_transport>);
 static_assert(gcl::sendrecv_transport<gcl::shm_transport>);
 static_assert(gcl::combining_transport<gcl::shm_transport>);
+static_assert(gcl::sharing_transport<gcl::shm_transport>);
+static_assert(gcl::sharing_transport<gcl::counting<gcl::shm_transport>>);
+static_assert(!gcl::sharing_transport<gcl::inproc_transport>);
 static_assert(gcl::group_transport<gcl::shm_transport>);
 static_assert(gcl::group_transport<gcl::counting<gcl::shm_transport>>);
 
@@ -446,7 +449,8 @@ BOOST_AUTO_TEST_CASE(abort_releases_a_blocked_rank) {
   BOOST_TEST(what == "rank 1 gives up");
 }
 
-// counting<> sees the same messages, sizes and rounds over shm as over inproc.
+// counting<> sees the same messages, sizes and rounds over shm as over inproc, but for ring's
+// all-gather, one round over shm (share_with_all) where inproc forwards chunks for P - 1.
 // sendrecv_reduce combines as the message arrives on every path a message takes: drained from
 // a 16 KiB ring in pieces that cut 12-byte elements in two (cross-memory attach off), copied
 // out of the sender's memory (on), and from a queue, where a message that arrived before its
@@ -535,7 +539,9 @@ BOOST_AUTO_TEST_CASE(counting_counts_the_same_messages_as_on_inproc) {
     BOOST_TEST(si.bytes_sent == ss.bytes_sent);
     BOOST_TEST(si.messages_received == ss.messages_received);
     BOOST_TEST(si.bytes_received == ss.bytes_received);
-    BOOST_TEST(si.rounds == ss.rounds);
+    bool const shared = std::string_view(name) == "ring" && p > 2;
+    if (shared) BOOST_TEST(si.rounds == 2 * (p - 1));
+    BOOST_TEST(ss.rounds == (shared ? p : si.rounds));
     BOOST_TEST((si.sent_sizes == ss.sent_sizes));
   };
   for (int p : {1, 2, 3, 5})
@@ -547,6 +553,70 @@ BOOST_AUTO_TEST_CASE(counting_counts_the_same_messages_as_on_inproc) {
       both(p, n, gcl::recursive_doubling{}, "recursive_doubling");
       both(p, n, gcl::halving_doubling{}, "halving_doubling");
     }
+}
+
+// share_with_all: every rank's message reaches every other, whatever their sizes (one rank's
+// empty), in one round; a message larger than the share area is refused on every rank, having
+// sent nothing (the next message on the same tag is the one that comes); a sub-communicator's
+// ring all_reduce takes it among its own ranks only.
+BOOST_AUTO_TEST_CASE(share_with_all_reaches_every_peer_or_sends_nothing) {
+  for (int p : {3, 5}) {
+    auto errors = gcl::spawn<gcl::counting<gcl::shm_transport>>(
+        p,
+        [&](auto& comm) -> std::string {
+          int const me = comm.rank();
+          auto size_of = [](int r) { return static_cast<std::size_t>(r) * 1000 + 1; };
+          auto out = pattern(me, 0, 1, 0, me == 1 ? 0 : size_of(me));
+          std::vector<std::vector<std::byte>> in(static_cast<std::size_t>(p));
+          for (int r = 0; r < p; ++r)
+            if (r != me) in[static_cast<std::size_t>(r)].resize(r == 1 ? 0 : size_of(r));
+          if (!comm.share_with_all(std::span<std::byte const>(out), [&](int r) {
+                return std::span(in[static_cast<std::size_t>(r)]);
+              }))
+            return "refused a message that fits";
+          for (int r = 0; r < p; ++r)
+            if (r != me && in[static_cast<std::size_t>(r)] != pattern(r, 0, 1, 0, r == 1 ? 0 : size_of(r)))
+              return "rank " + std::to_string(r) + "'s message is wrong";
+          auto const s = comm.transport().stats();
+          if (s.messages_sent != static_cast<std::uint64_t>(p - 1) ||
+              s.messages_received != static_cast<std::uint64_t>(p - 1) || s.rounds != 1)
+            return "counted " + std::to_string(s.messages_sent) + " sent, " +
+                   std::to_string(s.messages_received) + " received in " +
+                   std::to_string(s.rounds) + " rounds";
+
+          std::size_t const room = (gcl::shm_options{.size = p}.ring_size() / 2 + 4096 + 4095) /
+                                   4096 * 4096;
+          std::vector<std::byte> large(room + 1), small(16);
+          std::vector<std::vector<std::byte>> ins(static_cast<std::size_t>(p), small);
+          // Only rank 0's own message is too large: the others refuse for the one they receive.
+          if (comm.share_with_all(std::span<std::byte const>(me == 0 ? large : small),
+                                  [&](int r) {
+                                    return r == 0 ? std::span(large)
+                                                  : std::span(ins[static_cast<std::size_t>(r)]);
+                                  }))
+            return "shared " + std::to_string(room + 1) + " bytes, more than the share area";
+          int const left = (me + p - 1) % p, right = (me + 1) % p;
+          int got = -1;
+          comm.sendrecv(right, me, left, got);
+          if (got != left) return "after the refusal, received " + std::to_string(got);
+
+          auto sub = *comm.split(me % 2, me);
+          std::vector<std::int64_t> v(30001, me + 1);
+          gcl::all_reduce(sub, v, gcl::sum{}, gcl::ring{});
+          std::int64_t want = 0;
+          for (int r = me % 2; r < p; r += 2) want += r + 1;
+          for (auto x : v)
+            if (x != want) return "the sub-communicator's sum is " + std::to_string(x);
+          auto const ss = sub.stats();
+          if (ss.rounds != (sub.size() > 2 ? sub.size() : 2 * (sub.size() - 1)))
+            return "the sub-communicator's ring took " + std::to_string(ss.rounds) + " rounds";
+          return "";
+        },
+        with(60s));
+    for (int r = 0; r < p; ++r)
+      BOOST_TEST(errors[static_cast<std::size_t>(r)].empty(),
+                 "P=" << p << " rank " << r << ": " << errors[static_cast<std::size_t>(r)]);
+  }
 }
 
 namespace {

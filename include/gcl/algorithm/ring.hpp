@@ -102,6 +102,14 @@ struct ring {
                            received_operand::right, detail::collective_tag);
     }
     // Now chunk (n - 2) mod p is final here. Phase II forwards final chunks: same schedule.
+    // Where the transport stages a message once for every peer (shm), each rank sends its
+    // final chunk to all in one round instead: one copy into its share area and one out per
+    // peer, where forwarding through the rings copies each chunk in and out at every hop
+    // (measured: shm/engine.hpp, share_with_all). At P = 2 the two are one message.
+    if (p > 2 && comm.share_with_all(
+                     std::span<T const>(chunk(detail::mod(n - 2, p))),
+                     [&](int r) { return chunk(detail::mod(r - 2, p)); }, detail::collective_tag))
+      return;
     for (int i = p; i <= 2 * (p - 1); ++i)
       comm.sendrecv(left, std::span<T const>(chunk(detail::ring_send_chunk(n, i, p, first))), right,
                     chunk(detail::ring_recv_chunk(n, i, p, first)), detail::collective_tag);

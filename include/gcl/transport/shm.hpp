@@ -74,7 +74,9 @@ class shm_transport {
   /// ms), 0.95-0.99x at 2 and 8 MiB, either change alone slower at 2 to 8 MiB; at P = 4, eight
   /// jobs, 0.63-0.79x from 1 to 64 MiB (16 MiB 8.5 against 12.0 ms); at P = 8 and 16, where
   /// large messages went by cross-memory attach in 2 MiB blocks until 2026-11-27, 0.4-0.75x
-  /// the time from 1 to 64 MiB (shm/options.hpp, `uses_cross_memory_attach`).
+  /// the time from 1 to 64 MiB (shm/options.hpp, `uses_cross_memory_attach`). At P > 2 each
+  /// block's all-gather is one round through the share areas (`share_with_all`, which fits a
+  /// block's chunks whole as the rings do).
   static constexpr all_reduce_thresholds default_all_reduce{
       .recursive_doubling_below = 16 * 1024,
       .ring_from = 512 * 1024,
@@ -184,6 +186,17 @@ class shm_transport {
   void sendrecv(int dst, tag send_tag, std::span<std::byte const> out, int src, tag recv_tag,
                 std::span<std::byte> in) {
     impl_->sendrecv(dst, send_tag, out, src, recv_tag, in);
+  }
+
+  /// Sends `out` to each rank of `peers` and receives `ins[i]` from `peers[i]`, in one round
+  /// (`sharing_transport`): `out` is copied once into this rank's share area of the segment,
+  /// and each peer copies it from there, where the rings would copy it in and out once per
+  /// peer. Returns once every peer has copied it. False, having sent nothing, when `out` or any
+  /// of `ins` is larger than the share area (half a ring, `shm_options::ring_bytes`; none in a
+  /// job of one or two ranks).
+  bool share_with_all(std::span<int const> peers, tag tg, std::span<std::byte const> out,
+                      std::span<std::span<std::byte> const> ins) {
+    return impl_->share_with_all(peers, tg, out, ins);
   }
 
   /// `sendrecv`, the message received combined into `acc` as it arrives

@@ -209,6 +209,40 @@ class shm_impl {
     return true;
   }
 
+  // Sends `out` to each rank of `peers` and receives one message from each, ins[i] from
+  // peers[i], in one round: `out` is copied once into this rank's share area, every peer copies
+  // it from there (an offer of it, so FIFO, mismatch and failure work as for any offer), and
+  // this rank copies each peer's from its share area. Where the rings would take two copies per
+  // peer (into a ring, out of it) this takes one per peer and one more. Returns when every peer
+  // has copied `out`. False, having sent nothing, when `out` or any of `ins` is larger than the
+  // share area: a ring all_reduce's ranks, which send every chunk, then agree.
+  bool share_with_all(std::span<int const> peers, tag tg, std::span<std::byte const> out,
+                      std::span<std::span<std::byte> const> ins) {
+    auto const room = seg_->share_bytes();
+    if (out.size() > room ||
+        std::any_of(ins.begin(), ins.end(), [&](auto const& in) { return in.size() > room; }))
+      return false;
+    guarded("send to", -1, [&] {
+      auto* const area = seg_->share(o_.rank);
+      if (!out.empty()) std::memcpy(area, out.data(), out.size());
+      // Offered from the last peer to the first, received from the first to the last: with
+      // the peers listed from the left neighbour on (communicator::share_with_all), each rank's
+      // first offer goes to the rank that receives from it first.
+      std::size_t offered = 0;
+      try {
+        for (; offered < peers.size(); ++offered)
+          offer_share(peers[peers.size() - 1 - offered], tg, out.size());
+        for (std::size_t i = 0; i < peers.size(); ++i)
+          receive(peers[i], tg, ins[i], false, nullptr);
+        for (std::size_t i = 0; i < peers.size(); ++i) finish_offer(peers[i], tg, out.size());
+      } catch (...) {
+        for (std::size_t i = 0; i < offered; ++i) withdraw(peers[peers.size() - 1 - i]);
+        throw;
+      }
+    });
+    return true;
+  }
+
   // sendrecv, or with `combine` sendrecv_reduce.
   void exchange(int dst, tag send_tag, std::span<std::byte const> out, int src, tag recv_tag,
                 std::span<std::byte> in, combiner const* combine) {
@@ -398,6 +432,18 @@ class shm_impl {
       if (!offer) write(peer, tg, out.data(), out.size(), false, out.size());
     }
     return offer;
+  }
+
+  // Offers the `bytes` staged in this rank's share area to `peer` (share_with_all).
+  void offer_share(int peer, tag tg, std::size_t bytes) {
+    shm_message h;
+    h.tg = static_cast<std::uint32_t>(tg);
+    h.offer = offer_in_share;
+    h.size = bytes;
+    h.address = seg_->offset_of(seg_->share(o_.rank));
+    h.call = call_;
+    seg_->pair(o_.rank, peer).offer_state.store(offer_posted, std::memory_order_relaxed);
+    write(peer, tg, &h, sizeof h, true, bytes);
   }
 
   // The room in the ring to `peer`, judged from the tail as this rank last read it; read again
@@ -692,8 +738,9 @@ class shm_impl {
     auto const bytes = static_cast<std::size_t>(in.header.size);
     auto const pid = seg_->rank(s).pid.load(std::memory_order_relaxed);
     bool const in_pool = in.header.offer == offer_in_pool;
+    bool const in_segment = in_pool || in.header.offer == offer_in_share;
     // The bytes are in this process's address space: in the segment, or a thread's buffer.
-    bool const mapped = in_pool || pid == ::getpid();
+    bool const mapped = in_segment || pid == ::getpid();
     // Copied out, the sender released, then combined: a combine straight from the sender's
     // memory holds it for the slower pass (shm_options::combine_in_place_threshold). The room
     // is found before the offer is taken, so that a failing allocation leaves it to its sender.
@@ -711,11 +758,13 @@ class shm_impl {
       return;
     }
     std::string error;
-    auto const* address = in_pool ? seg_->at(in.header.address)
-                                  : reinterpret_cast<std::byte const*>(in.header.address);
-    if (in_pool && !in_pool_of(s, in.header.address, bytes)) {
+    auto const* address = in_segment ? seg_->at(in.header.address)
+                                     : reinterpret_cast<std::byte const*>(in.header.address);
+    if (in_segment && !(in_pool ? in_pool_of(s, in.header.address, bytes)
+                                : in_share_of(s, in.header.address, bytes))) {
       error = "it names bytes " + std::to_string(in.header.address) + " to " +
-              std::to_string(in.header.address + bytes) + " of the segment, outside its pool";
+              std::to_string(in.header.address + bytes) + " of the segment, outside its " +
+              (in_pool ? "pool" : "share area");
     } else if (copied_out != nullptr) {
       std::memcpy(copied_out, address, bytes);
     } else if (mapped && in.combine != nullptr) {
@@ -752,7 +801,7 @@ class shm_impl {
     pb.offer_state.store(offer_done, std::memory_order_release);
     ring_bell(s, false);
     if (!error.empty())
-      fail(in_pool ? errc::protocol : errc::peer_closed,
+      fail(in_segment ? errc::protocol : errc::peer_closed,
            "cannot copy rank " + name(s) + "'s message (" + std::to_string(bytes) + " bytes, " +
                tag_text(tag{in.header.tg}) + ") out of its memory: " + error +
                (hung_up(s) ? " (rank " + name(s) + " is gone)" : ""));
@@ -786,6 +835,10 @@ class shm_impl {
   // Whether bytes [offset, offset + n) of the segment lie in rank s's pool.
   bool in_pool_of(int s, std::uint64_t offset, std::size_t n) const noexcept {
     return lies_within(seg_->offset_of(seg_->pool(s)), seg_->pool_bytes(), offset, n);
+  }
+  // Whether they lie in rank s's share area.
+  bool in_share_of(int s, std::uint64_t offset, std::size_t n) const noexcept {
+    return lies_within(seg_->offset_of(seg_->share(s)), seg_->share_bytes(), offset, n);
   }
 
   // Combines n bytes of the posted receive's message into the destination where they lie in the

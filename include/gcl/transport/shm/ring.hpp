@@ -21,8 +21,8 @@ struct shm_message {
   std::uint32_t tg = 0;
   std::uint32_t offer = 0;  // not 0: no payload follows; the receiver copies it from `address`
   std::uint64_t size = 0;   // payload bytes
-  std::uint64_t address =
-      0;           // offer_by_address: in the sender's memory; offer_in_pool: in the segment
+  // offer_by_address: in the sender's memory; offer_in_pool, offer_in_share: in the segment
+  std::uint64_t address = 0;
   call_info call;  // the sender's call, compared by the receiver
 };
 // Every message starts on a multiple of this in its ring's byte stream, and the rings, and
@@ -43,6 +43,7 @@ enum : std::uint32_t {
   offer_none,        // the payload follows in the ring
   offer_by_address,  // read from the sender's memory (process_vm_readv, or memcpy in-process)
   offer_in_pool,     // read from the sender's pool in the segment, mapped by every rank
+  offer_in_share,    // read from the sender's share area in the segment (share_with_all)
 };
 
 // Copies n bytes into the ring at stream position `pos` (wrapping at `capacity`).

@@ -9,6 +9,8 @@
 //   header      magic, sizes, the setup barrier, the job's abort state
 //   ranks[P]    per rank: its futex bell, its pid, its progress (for timeout reports), ended
 //   pairs[P*P]  per (sender, receiver): the ring's head and tail, the offer state, the ring
+//   shares[P]   per rank, page-aligned: where it stages a message for every peer to read in
+//               place (shm_impl::share_with_all; none at P <= 2)
 //   pools[P]    per rank, page-aligned: memory it hands out (shm_transport::allocate) and its
 //               peers read large messages from where they lie (none unless pool_bytes is set)
 
@@ -43,7 +45,7 @@ static_assert(std::atomic<std::uint32_t>::is_always_lock_free);
 static_assert(std::atomic<std::int32_t>::is_always_lock_free);
 
 inline constexpr std::uint64_t shm_magic = 0x67636c2d73686d31ull;  // "gcl-shm1"
-inline constexpr std::uint32_t shm_version = 4;  // 4: messages start on 128-byte boundaries
+inline constexpr std::uint32_t shm_version = 5;  // 5: share areas before the pools
 
 // A call_info kept as words, so that another rank reads it without a data race (timeout
 // reports read it while its owner may write it), under a sequence counter.
@@ -170,7 +172,7 @@ class shm_segment {
     if (base_ != nullptr) ::munmap(base_, bytes_);
   }
 
-  // The bytes before the pools: what is mapped with MAP_POPULATE.
+  // The bytes before the share areas and the pools.
   static std::size_t rings_end(int size, std::size_t ring) noexcept {
     auto const p = static_cast<std::size_t>(size);
     return pairs_offset(size) + p * p * pair_stride(ring);
@@ -185,8 +187,22 @@ class shm_segment {
   static std::size_t pair_stride(std::size_t ring) noexcept {
     return round_to_line_pair(sizeof(shm_pair_block)) + round_to_line_pair(ring);
   }
-  static std::size_t bytes_for(int size, std::size_t ring, std::size_t pool) noexcept {
+  // Each rank's share area: half a ring, which holds a chunk of the ring all_reduce's blocks
+  // whole as the ring does (shm.hpp, default_all_reduce), and a page more for the element that
+  // makes one chunk longer than the others. None at P <= 2, where a rank has one peer.
+  static std::size_t share_bytes_for(int size, std::size_t ring) noexcept {
+    return size > 2 ? round_page(ring / 2 + shm_page) : 0;
+  }
+  // The bytes before the pools: what is mapped with MAP_POPULATE (the share areas are written
+  // on every large ring all_reduce).
+  static std::size_t shares_end(int size, std::size_t ring) noexcept {
     auto const end = rings_end(size, ring);
+    auto const share = share_bytes_for(size, ring);
+    if (share == 0) return end;
+    return round_page(end) + static_cast<std::size_t>(size) * share;
+  }
+  static std::size_t bytes_for(int size, std::size_t ring, std::size_t pool) noexcept {
+    auto const end = shares_end(size, ring);
     if (pool == 0) return end;
     return round_page(end) + static_cast<std::size_t>(size) * pool;
   }
@@ -208,7 +224,7 @@ class shm_segment {
                                                 " bytes: " + std::strerror(e));
     }
     map(fd, bytes, prefix);
-    populate(fd, rings_end(size, ring), prefix);
+    populate(fd, shares_end(size, ring), prefix);
     auto* h = std::construct_at(reinterpret_cast<shm_header*>(base_));
     h->size = static_cast<std::uint32_t>(size);
     h->ring_bytes = ring;
@@ -236,7 +252,7 @@ class shm_segment {
                                 "rank 0's shared segment is not of this version of gcl or "
                                 "not of a job of " +
                                 std::to_string(size) + " ranks");
-    populate(fd, rings_end(size, h.ring_bytes), prefix);
+    populate(fd, shares_end(size, h.ring_bytes), prefix);
   }
 
   // The mapping of the segment behind `fd` in this process: ranks that are threads of one
@@ -276,8 +292,14 @@ class shm_segment {
   std::size_t pool_bytes() const noexcept { return header().pool_bytes; }
   // Rank r's pool: pool_bytes() bytes from here.
   std::byte* pool(int r) const noexcept {
-    return base_ + round_page(rings_end(size(), ring_bytes())) +
+    return base_ + round_page(shares_end(size(), ring_bytes())) +
            static_cast<std::size_t>(r) * pool_bytes();
+  }
+  std::size_t share_bytes() const noexcept { return share_bytes_for(size(), ring_bytes()); }
+  // Rank r's share area: share_bytes() bytes from here.
+  std::byte* share(int r) const noexcept {
+    return base_ + round_page(rings_end(size(), ring_bytes())) +
+           static_cast<std::size_t>(r) * share_bytes();
   }
   // Where `p` lies in the segment (for a message that names a place in a pool).
   std::uint64_t offset_of(std::byte const* p) const noexcept {
@@ -311,7 +333,8 @@ class shm_segment {
     base_ = static_cast<std::byte*>(p);
     bytes_ = bytes;
   }
-  // Maps the first n bytes again, in place, with MAP_POPULATE: the header and the rings.
+  // Maps the first n bytes again, in place, with MAP_POPULATE: the header, the rings and the
+  // share areas.
   void populate(int fd, std::size_t n, std::string const& prefix) {
     n = std::min(n, bytes_);
     if (::mmap(base_, n, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED | MAP_POPULATE, fd, 0) ==
