@@ -765,6 +765,9 @@ class shm_impl {
       error = "it names bytes " + std::to_string(in.header.address) + " to " +
               std::to_string(in.header.address + bytes) + " of the segment, outside its " +
               (in_pool ? "pool" : "share area");
+    } else if (bytes == 0) {
+      // An empty message (share_with_all sends a ring's empty chunks): nothing to copy, and
+      // memcpy must not be given the null pointers an empty buffer may have.
     } else if (copied_out != nullptr) {
       std::memcpy(copied_out, address, bytes);
     } else if (mapped && in.combine != nullptr) {
