@@ -575,7 +575,8 @@ BOOST_AUTO_TEST_CASE(share_with_all_reaches_every_peer_or_sends_nothing) {
               }))
             return "refused a message that fits";
           for (int r = 0; r < p; ++r)
-            if (r != me && in[static_cast<std::size_t>(r)] != pattern(r, 0, 1, 0, r == 1 ? 0 : size_of(r)))
+            if (r != me &&
+                in[static_cast<std::size_t>(r)] != pattern(r, 0, 1, 0, r == 1 ? 0 : size_of(r)))
               return "rank " + std::to_string(r) + "'s message is wrong";
           auto const s = comm.transport().stats();
           if (s.messages_sent != static_cast<std::uint64_t>(p - 1) ||
@@ -584,16 +585,14 @@ BOOST_AUTO_TEST_CASE(share_with_all_reaches_every_peer_or_sends_nothing) {
                    std::to_string(s.messages_received) + " received in " +
                    std::to_string(s.rounds) + " rounds";
 
-          std::size_t const room = (gcl::shm_options{.size = p}.ring_size() / 2 + 4096 + 4095) /
-                                   4096 * 4096;
+          std::size_t const room =
+              (gcl::shm_options{.size = p}.ring_size() / 2 + 4096 + 4095) / 4096 * 4096;
           std::vector<std::byte> large(room + 1), small(16);
           std::vector<std::vector<std::byte>> ins(static_cast<std::size_t>(p), small);
           // Only rank 0's own message is too large: the others refuse for the one they receive.
-          if (comm.share_with_all(std::span<std::byte const>(me == 0 ? large : small),
-                                  [&](int r) {
-                                    return r == 0 ? std::span(large)
-                                                  : std::span(ins[static_cast<std::size_t>(r)]);
-                                  }))
+          if (comm.share_with_all(std::span<std::byte const>(me == 0 ? large : small), [&](int r) {
+                return r == 0 ? std::span(large) : std::span(ins[static_cast<std::size_t>(r)]);
+              }))
             return "shared " + std::to_string(room + 1) + " bytes, more than the share area";
           int const left = (me + p - 1) % p, right = (me + 1) % p;
           int got = -1;
