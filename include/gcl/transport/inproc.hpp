@@ -42,6 +42,7 @@
 #include "../detail/error_text.hpp"
 #include "../detail/fence.hpp"
 #include "../detail/host_cpus.hpp"
+#include "../detail/status_lock.hpp"
 #include "../error.hpp"
 #include "../fork_bootstrap.hpp"
 #include "../transport_hints.hpp"
@@ -147,7 +148,7 @@ struct inproc_rank {
   // Its collectives (written by the rank, under `status_mutex`, read by others under it: the
   // last sleeper's check, a timeout's report, a rank that ends), and whether its transport has
   // ended (its job is over: `progress` holds its last collective).
-  alignas(64) std::mutex status_mutex;
+  alignas(64) status_lock status_mutex;
   call_progress progress;
   bool ended = false;
   std::atomic<int> waiting_for{-1};  // the rank it is blocked on, for timeout messages
