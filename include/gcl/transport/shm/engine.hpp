@@ -546,8 +546,15 @@ class shm_impl {
       ~unpost() { p.source = -1; }
     } reset{posted_};
     if (!posted) {
-      progress();
-      if (auto* e = first_entry(peer, tg)) {
+      // A message already queued is the oldest of its source and tag: taken without draining
+      // the rings first, which at P = 8 reads every source's head line for a message that is
+      // here (measured: 4 B all_reduce at P = 8, back to back, 0.91-0.94 of the time).
+      auto* e = first_entry(peer, tg);
+      if (e == nullptr) {
+        progress();
+        e = first_entry(peer, tg);
+      }
+      if (e != nullptr) {
         posted_.source = -1;
         return take(*e, peer, tg, in, combine);
       }
