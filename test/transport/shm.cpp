@@ -249,6 +249,55 @@ BOOST_AUTO_TEST_CASE(small_messages_of_every_size_wrap_a_ring_of_odd_size) {
                "rank " << r << ": " << wrong[static_cast<std::size_t>(r)]);
 }
 
+// A receiver learns that a message has come from the stamp in its header's first bytes (the
+// stream position XOR the job's random key), polled where the next header will be. Before the
+// sender writes it, that place holds an older message's payload: here one whose every word
+// spells the stream position it will have one ring later, which a stamp without the key would
+// be. The receiver polls it for 100 ms and must still wait for the real message.
+BOOST_AUTO_TEST_CASE(payload_that_spells_stream_positions_is_never_taken_for_a_header) {
+  constexpr std::size_t ring = 8192;
+  constexpr std::size_t header = sizeof(gcl::detail::shm_message);
+  auto start = [](std::size_t pos) { return (pos + 127) / 128 * 128; };
+  // X from stream position 0; Y after it, so long that the next header's place is one ring
+  // after a word of X's payload.
+  constexpr std::size_t x_bytes = 4096;
+  std::size_t const y_at = start(header + x_bytes);
+  std::size_t const next = ring + 1024;  // where Z's header will be
+  std::size_t const y_bytes = next - (y_at + header);
+  BOOST_REQUIRE(start(y_at + header + y_bytes) == next);
+  BOOST_REQUIRE(next - ring >= header && next - ring + 8 <= header + x_bytes);
+  std::vector<std::uint64_t> x(x_bytes / 8);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = header + 8 * i + ring;  // position + ring
+  std::atomic<bool> polling{false};
+  auto wrong = gcl::spawn<gcl::shm_transport>(
+      2,
+      [&](auto& comm) -> std::string {
+        std::vector<std::byte> y(y_bytes, std::byte{7});
+        std::uint64_t z = 0x5eed;
+        if (comm.rank() == 0) {
+          comm.send(1, std::span<std::uint64_t const>(x), gcl::tag(1));
+          comm.send(1, y, gcl::tag(1));
+          while (!polling.load()) std::this_thread::yield();
+          std::this_thread::sleep_for(100ms);  // rank 1 polls the stale payload meanwhile
+          comm.send(1, std::span<std::uint64_t const>(&z, 1), gcl::tag(1));
+          return {};
+        }
+        std::vector<std::uint64_t> x_in(x.size());
+        std::vector<std::byte> y_in(y_bytes);
+        comm.recv(0, x_in, gcl::tag(1));
+        comm.recv(0, y_in, gcl::tag(1));
+        if (x_in != x || y_in != y) return "X or Y arrived wrong";
+        polling.store(true);
+        std::uint64_t z_in = 0;
+        comm.recv(0, std::span<std::uint64_t>(&z_in, 1), gcl::tag(1));
+        return z_in == z ? std::string{} : "Z arrived as " + std::to_string(z_in);
+      },
+      with(10s, false, ring));
+  for (int r = 0; r < 2; ++r)
+    BOOST_TEST(wrong[static_cast<std::size_t>(r)].empty(),
+               "rank " << r << ": " << wrong[static_cast<std::size_t>(r)]);
+}
+
 BOOST_AUTO_TEST_CASE(a_timeout_names_the_peer_and_the_call) {
   auto what = error_of([] {
     gcl::spawn<gcl::shm_transport>(

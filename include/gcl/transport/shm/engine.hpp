@@ -328,6 +328,7 @@ class shm_impl {
     heads_.assign(static_cast<std::size_t>(o_.size), 0);
     tails_seen_.assign(static_cast<std::size_t>(o_.size), 0);
     ring_ = seg_->ring_bytes();
+    stamp_key_ = seg_->header().stamp_key;
     pool_ = std::make_shared<shm_pool>(seg_, o_.rank);
 
     auto& me = seg_->rank(o_.rank);
@@ -428,8 +429,8 @@ class shm_impl {
     h.call = call_;
     if (offer) pb.offer_state.store(offer_posted, std::memory_order_relaxed);
     if (offer || !write_at_once(peer, h, out)) {
-      write(peer, tg, &h, sizeof h, true, out.size());
-      if (!offer) write(peer, tg, out.data(), out.size(), false, out.size());
+      write_header(peer, tg, h, out.size());
+      if (!offer) write(peer, tg, out.data(), out.size(), out.size());
     }
     return offer;
   }
@@ -443,7 +444,7 @@ class shm_impl {
     h.address = seg_->offset_of(seg_->share(o_.rank));
     h.call = call_;
     seg_->pair(o_.rank, peer).offer_state.store(offer_posted, std::memory_order_relaxed);
-    write(peer, tg, &h, sizeof h, true, bytes);
+    write_header(peer, tg, h, bytes);
   }
 
   // The room in the ring to `peer`, judged from the tail as this rank last read it; read again
@@ -457,39 +458,69 @@ class shm_impl {
     return ring_ - (head - seen);
   }
 
-  // A message whose header and payload both fit the ring's room now: written, then published
-  // with one store of the head, so the receiver sees all of it at once. False, having written
-  // nothing, when there is not room.
-  bool write_at_once(int peer, shm_message const& h, std::span<std::byte const> out) {
+  // A message whose header and payload both fit the ring's room now: written, stamped complete,
+  // then published, so the receiver takes all of it at its first look, reading no line but
+  // the message's. False, having written nothing, when there is not room.
+  bool write_at_once(int peer, shm_message h, std::span<std::byte const> out) {
     auto& head = heads_[static_cast<std::size_t>(peer)];
     auto const n = (message_start(head) - head) + sizeof h + out.size();
     if (room(peer, n) < n) return false;
-    head = message_start(head);
-    put(peer, &h, sizeof h);
+    h.complete = 1;
+    auto const at = put_header(peer, h);
     put(peer, out.data(), out.size());
+    stamp(peer, at);
     publish(peer);
     return true;
   }
 
-  // Copies n bytes into the ring to `peer`, as much at a time as it has room for (`whole`: all
-  // at once, for a header, which starts at message_start), waiting for room in between.
-  void write(int peer, tag tg, void const* from, std::size_t n, bool whole, std::size_t message) {
-    auto const* src = static_cast<std::byte const*>(from);
+  // Writes header h where the next message starts, stamped and published, once the ring has
+  // room for it; its payload, if any, follows by write().
+  void write_header(int peer, tag tg, shm_message const& h, std::size_t message) {
     auto& head = heads_[static_cast<std::size_t>(peer)];
+    auto const wanted = (message_start(head) - head) + sizeof h;
+    if (room(peer, wanted) < wanted) {
+      auto enough = [&] { return room(peer, wanted) >= wanted; };
+      wait(enough, peer, "send to", tg, message);
+    }
+    stamp(peer, put_header(peer, h));
+    publish(peer);
+  }
+
+  // Copies n payload bytes into the ring to `peer`, as much at a time as it has room for,
+  // waiting for room in between.
+  void write(int peer, tag tg, void const* from, std::size_t n, std::size_t message) {
+    auto const* src = static_cast<std::byte const*>(from);
     while (n > 0) {
-      auto const wanted = whole ? (message_start(head) - head) + n : 1;
-      if (room(peer, wanted) < wanted) {
-        auto enough = [&] { return room(peer, wanted) >= wanted; };
+      if (room(peer, 1) < 1) {
+        auto enough = [&] { return room(peer, 1) >= 1; };
         wait(enough, peer, "send to", tg, message);
         continue;
       }
-      if (whole) head = message_start(head);
-      auto const m = whole ? n : std::min<std::size_t>(n, room(peer, n));
+      auto const m = std::min<std::size_t>(n, room(peer, n));
       put(peer, src, m);
       src += m;
       n -= m;
       publish(peer);
     }
+  }
+
+  // Puts header h (all but its stamp) where the next message starts; returns that position.
+  // The stamp's bytes are left alone: the receiver may be polling them.
+  std::uint64_t put_header(int peer, shm_message const& h) noexcept {
+    auto& head = heads_[static_cast<std::size_t>(peer)];
+    head = message_start(head);
+    auto const at = head;
+    auto const* bytes = reinterpret_cast<std::byte const*>(&h);
+    head += sizeof h.stamp;
+    put(peer, bytes + sizeof h.stamp, sizeof h - sizeof h.stamp);
+    return at;
+  }
+
+  // Stamps the header put at `at`: after this release store the receiver may read it, and with
+  // `complete` its payload, whatever the head says.
+  void stamp(int peer, std::uint64_t at) noexcept {
+    stamp_at(seg_->ring(o_.rank, peer), ring_, at)
+        .store(at ^ stamp_key_, std::memory_order_release);
   }
 
   // Where a message written at stream position `pos` starts (ring.hpp, shm_line_pair).
@@ -663,12 +694,12 @@ class shm_impl {
     auto const* ring = seg_->ring(s, o_.rank);
     bool moved = false;
     for (;;) {
-      auto const avail = pb.head.load(std::memory_order_acquire) - in.tail;
       if (!in.active) {
-        // The sender publishes a header with the padding before it (message_start), never the
-        // padding alone.
-        if (avail < (message_start(in.tail) - in.tail) + sizeof(shm_message)) break;
-        in.tail = message_start(in.tail);
+        // The next header starts at message_start (the padding before it is never written);
+        // it has come when its stamp says so.
+        auto const at = message_start(in.tail);
+        if (stamp_at(ring, ring_, at).load(std::memory_order_acquire) != (at ^ stamp_key_)) break;
+        in.tail = at;
         ring_get(ring, ring_, in.tail, &in.header, sizeof in.header);
         in.tail += sizeof in.header;
         pb.tail.store(in.tail, std::memory_order_release);
@@ -687,6 +718,11 @@ class shm_impl {
         }
         continue;
       }
+      // A complete message's payload is all there (written before its stamp); another's as far
+      // as the head says.
+      auto const avail = in.header.complete != 0
+                             ? in.header.size - in.got
+                             : pb.head.load(std::memory_order_acquire) - in.tail;
       if (avail == 0) break;
       auto const n = std::min<std::uint64_t>(avail, in.header.size - in.got);
       if (in.combine != nullptr) {
@@ -1206,6 +1242,7 @@ class shm_impl {
   std::shared_ptr<shm_segment> seg_;
   bool mapped_ = false;
   std::uint64_t ring_ = 0;
+  std::uint64_t stamp_key_ = 0;            // the job's (shm_message::stamp)
   std::vector<unique_fd> peers_;           // peers_[r]: the socket whose hang-up says r is gone
   std::vector<std::uint64_t> heads_;       // heads_[r]: bytes written to r's ring
   std::vector<std::uint64_t> tails_seen_;  // tails_seen_[r]: r's tail as last read (room)

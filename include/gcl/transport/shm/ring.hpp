@@ -8,6 +8,7 @@
 // than the ring streams through it while the receiver reads, which is the pipelined copy.
 
 #include <algorithm>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -18,13 +19,22 @@ namespace gcl::detail {
 
 // What precedes every payload in a ring.
 struct shm_message {
+  // The message's stream position XOR the job's stamp key (shm_header::stamp_key), stored last
+  // with a release store: what the receiver polls to learn that a message has come, in the
+  // message's own first line, rather than the ring's head in a line of its own (a second
+  // cache-line transfer before every small message). Stale bytes at that place (an older
+  // message's, or payload) match it only by a chance of 2^-64: the key is random.
+  std::uint64_t stamp = 0;
   std::uint32_t tg = 0;
-  std::uint32_t offer = 0;  // not 0: no payload follows; the receiver copies it from `address`
-  std::uint64_t size = 0;   // payload bytes
+  std::uint16_t offer = 0;     // not 0: no payload follows; the receiver copies it from `address`
+  std::uint16_t complete = 0;  // 1: the whole payload was written before the stamp
+  std::uint64_t size = 0;      // payload bytes
   // offer_by_address: in the sender's memory; offer_in_pool, offer_in_share: in the segment
   std::uint64_t address = 0;
   call_info call;  // the sender's call, compared by the receiver
 };
+static_assert(sizeof(shm_message) <= 128, "a header must never wrap around its ring");
+
 // Every message starts on a multiple of this in its ring's byte stream, and the rings, and
 // their sizes, are multiples of it in the segment: two messages then never share a cache line
 // (a sender writing the next message into the line its receiver has just read would first wait
@@ -38,8 +48,17 @@ inline constexpr std::uint64_t round_to_line_pair(std::uint64_t n) noexcept {
   return (n + shm_line_pair - 1) / shm_line_pair * shm_line_pair;
 }
 
+// The stamp of the header at stream position `pos` of a ring (its first 8 bytes; `pos` is a
+// multiple of shm_line_pair, so the header never wraps and the stamp is aligned).
+// The receiver only loads it, through its const view of the ring.
+inline std::atomic_ref<std::uint64_t> stamp_at(std::byte const* ring, std::uint64_t capacity,
+                                               std::uint64_t pos) noexcept {
+  auto* at = const_cast<std::byte*>(ring) + static_cast<std::size_t>(pos % capacity);
+  return std::atomic_ref<std::uint64_t>(*reinterpret_cast<std::uint64_t*>(at));
+}
+
 // shm_message::offer: a payload in the ring, or where the receiver reads it instead.
-enum : std::uint32_t {
+enum : std::uint16_t {
   offer_none,        // the payload follows in the ring
   offer_by_address,  // read from the sender's memory (process_vm_readv, or memcpy in-process)
   offer_in_pool,     // read from the sender's pool in the segment, mapped by every rank

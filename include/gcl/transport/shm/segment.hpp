@@ -28,6 +28,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <random>
 #include <string>
 #include <thread>
 #include <utility>
@@ -45,7 +46,7 @@ static_assert(std::atomic<std::uint32_t>::is_always_lock_free);
 static_assert(std::atomic<std::int32_t>::is_always_lock_free);
 
 inline constexpr std::uint64_t shm_magic = 0x67636c2d73686d31ull;  // "gcl-shm1"
-inline constexpr std::uint32_t shm_version = 5;  // 5: share areas before the pools
+inline constexpr std::uint32_t shm_version = 6;  // 6: headers stamped (shm_message::stamp)
 
 // A call_info kept as words, so that another rank reads it without a data race (timeout
 // reports read it while its owner may write it), under a sequence counter.
@@ -88,6 +89,7 @@ struct shm_header {
   std::uint64_t ring_bytes = 0;
   std::uint64_t pool_bytes = 0;  // of each rank's pool (a multiple of shm_page)
   std::uint64_t total_bytes = 0;
+  std::uint64_t stamp_key = 0;  // random, set by rank 0: see shm_message::stamp
   // Setup barrier: every rank has mapped the segment and probed cross-memory attach.
   alignas(64) std::atomic<std::uint32_t> ready{0};
   // The job's abort: 0 none, 1 being written, 2 written (code and reason are then final).
@@ -230,6 +232,10 @@ class shm_segment {
     h->ring_bytes = ring;
     h->pool_bytes = pool;
     h->total_bytes = bytes;
+    std::random_device entropy;  // getrandom on Linux
+    // Odd, so no stamp (a position, a multiple of 128, XOR the key) is 0, which a fresh
+    // segment holds everywhere.
+    h->stamp_key = (std::uint64_t{entropy()} << 32 | entropy()) | 1;
     for (int r = 0; r < size; ++r) std::construct_at(&rank(r));
     for (int s = 0; s < size; ++s)
       for (int d = 0; d < size; ++d) std::construct_at(&pair(s, d));
