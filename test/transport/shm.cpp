@@ -257,7 +257,7 @@ BOOST_AUTO_TEST_CASE(small_messages_of_every_size_wrap_a_ring_of_odd_size) {
 BOOST_AUTO_TEST_CASE(payload_that_spells_stream_positions_is_never_taken_for_a_header) {
   constexpr std::size_t ring = 8192;
   constexpr std::size_t header = sizeof(gcl::detail::shm_message);
-  auto start = [](std::size_t pos) { return (pos + 127) / 128 * 128; };
+  auto start = [](std::size_t pos) { return gcl::detail::round_to_line_pair(pos); };
   // X from stream position 0; Y after it, so long that the next header's place is one ring
   // after a word of X's payload.
   constexpr std::size_t x_bytes = 4096;
