@@ -36,8 +36,10 @@
 #include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <fstream>
 #include <map>
 #include <mutex>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -414,6 +416,130 @@ BOOST_AUTO_TEST_CASE(messages_of_every_size_wrap_a_small_ring) {
         return first;
       },
       with(60s, false, 4096));
+  for (int r = 0; r < 2; ++r)
+    BOOST_TEST(wrong[static_cast<std::size_t>(r)].empty(),
+               "rank " << r << ": " << wrong[static_cast<std::size_t>(r)]);
+}
+
+// A message larger than its ring streams: its header is stamped before all of its payload is
+// written, and the receiver, polling the stamp, reads the payload only as far as the head that
+// the sender publishes says. Rank 1 waits in its receive, polling, while rank 0 stamps each
+// header (rank 0 sends the next message when rank 1 has answered the last); every message must
+// arrive whole. A head read from before the header, taken at its word, would hand over bytes
+// not yet written: wrong data, which ThreadSanitizer also reports as a race.
+BOOST_AUTO_TEST_CASE(a_message_larger_than_its_ring_is_read_only_as_far_as_written) {
+  auto wrong = gcl::spawn<gcl::shm_transport>(
+      2,
+      [](auto& comm) {
+        std::string first;
+        std::byte answer{};
+        for (int k = 0; k < 2000; ++k) {
+          std::size_t const n = 4097 + static_cast<std::size_t>(k) * 37 % 8000;
+          if (comm.rank() == 0) {
+            comm.send(1, pattern(0, 1, 1, k, n), gcl::tag{1});
+            comm.recv(1, std::span(&answer, 1), gcl::tag{2});
+            continue;
+          }
+          std::vector<std::byte> in(n);
+          comm.recv(0, in, gcl::tag{1});
+          if (first.empty() && in != pattern(0, 1, 1, k, n))
+            first = "message " + std::to_string(k) + " of " + std::to_string(n) + " bytes";
+          comm.send(0, std::span(&answer, 1), gcl::tag{2});
+        }
+        return first;
+      },
+      with(60s, false, 4096));
+  for (int r = 0; r < 2; ++r)
+    BOOST_TEST(wrong[static_cast<std::size_t>(r)].empty(),
+               "rank " << r << ": " << wrong[static_cast<std::size_t>(r)]);
+}
+
+// The one mapping of a job's segment in this process (ranks that are threads share it): where
+// /proc/self/maps shows the memfd from its first byte. Null if there is not exactly one.
+std::byte* the_mapped_segment() {
+  std::ifstream maps("/proc/self/maps");
+  std::byte* found = nullptr;
+  int mappings = 0;
+  for (std::string line; std::getline(maps, line);) {
+    std::istringstream fields(line);
+    std::string range, mode, offset;
+    fields >> range >> mode >> offset;
+    if (line.find("memfd:gcl-shm") == std::string::npos || std::stoull(offset, nullptr, 16) != 0)
+      continue;
+    found =
+        reinterpret_cast<std::byte*>(std::stoull(range.substr(0, range.find('-')), nullptr, 16));
+    ++mappings;
+  }
+  return mappings == 1 ? found : nullptr;
+}
+
+// The receiver's side of the same rule, with the sender's stores in the order the test
+// chooses: rank 0 (the test's hand, not its transport) stamps a header of a message that
+// streams and publishes its payload only 200 ms later. Rank 1, whose receive is posted, must
+// wait for the head and then take the payload whole; taking it at the stamp, with the head of
+// the message before, would hand over bytes not yet written.
+BOOST_AUTO_TEST_CASE(a_stamped_header_is_read_no_further_than_its_published_head) {
+  namespace d = gcl::detail;
+  constexpr std::size_t ring = 8192;
+  constexpr std::size_t bytes = 1000;
+  std::atomic<int> received{0};
+  auto wrong = gcl::spawn<gcl::shm_transport>(
+      2,
+      [&](auto& comm) -> std::string {
+        if (comm.rank() == 1) {
+          std::vector<std::byte> in(bytes);
+          comm.recv(0, in, gcl::tag{1});
+          if (in != pattern(0, 1, 1, 0, bytes)) return "A arrived wrong";
+          received.store(1);
+          comm.recv(0, in, gcl::tag{1});
+          received.store(2);
+          return in == pattern(0, 1, 1, 1, bytes) ? std::string{} : "B arrived wrong";
+        }
+        // A, written whole by the transport: its header at stream position 0, the head after it.
+        comm.send(1, pattern(0, 1, 1, 0, bytes), gcl::tag{1});
+        auto const give_up = std::chrono::steady_clock::now() + 20s;  // rank 1 may fail
+        auto wait_for = [&](int stage) {
+          while (received.load() < stage && std::chrono::steady_clock::now() < give_up)
+            std::this_thread::yield();
+          return received.load() >= stage;
+        };
+        if (!wait_for(1)) return "rank 1 did not receive A";
+        auto* base = the_mapped_segment();
+        if (base == nullptr) return "not one mapping of the segment in /proc/self/maps";
+        auto const key = reinterpret_cast<d::shm_header const*>(base)->stamp_key;
+        auto& pair = *reinterpret_cast<d::shm_pair_block*>(
+            base + d::shm_segment::pair_offset(0, 1, 2, ring));
+        auto* to_1 = base + d::shm_segment::ring_offset(0, 1, 2, ring);
+        auto& bell =
+            reinterpret_cast<d::shm_rank_block*>(base + d::shm_segment::rank_offset(1))->bell;
+        auto ring_bell = [&] {
+          bell.fetch_add(1, std::memory_order_release);
+          d::futex_wake_all(bell);
+        };
+        d::shm_message h;
+        std::memcpy(&h, to_1, sizeof h);
+        auto const head = pair.head.load(std::memory_order_acquire);
+        if (h.size != bytes || h.complete != 1 || head != sizeof h + bytes)
+          return "A's header or the head is not where the layout says";
+        // B: A's header (same call), as a message that streams, at the next message's place.
+        auto const at = d::round_to_line_pair(head);
+        h.complete = 0;
+        std::memcpy(to_1 + at + sizeof h.stamp,
+                    reinterpret_cast<std::byte const*>(&h) + sizeof h.stamp,
+                    sizeof h - sizeof h.stamp);
+        d::stamp_at(to_1, ring, at).store(at ^ key, std::memory_order_release);
+        ring_bell();
+        std::this_thread::sleep_for(200ms);
+        std::string early =
+            received.load() == 2 ? "rank 1 took B before its payload was published" : "";
+        auto const b = pattern(0, 1, 1, 1, bytes);
+        std::memcpy(to_1 + at + sizeof h, b.data(), bytes);
+        pair.head.store(at + sizeof h + bytes, std::memory_order_release);
+        ring_bell();
+        if (!wait_for(2)) return "rank 1 did not receive B";
+        return early;
+      },
+      with(10s, false, ring));
   for (int r = 0; r < 2; ++r)
     BOOST_TEST(wrong[static_cast<std::size_t>(r)].empty(),
                "rank " << r << ": " << wrong[static_cast<std::size_t>(r)]);

@@ -482,8 +482,13 @@ class shm_impl {
       auto enough = [&] { return room(peer, wanted) >= wanted; };
       wait(enough, peer, "send to", tg, message);
     }
-    stamp(peer, put_header(peer, h));
-    publish(peer);
+    auto const at = put_header(peer, h);
+    // The head before the stamp: a receiver that sees the stamp of a message that streams then
+    // reads the head for its payload, which must not be one from before the header (its tail
+    // would be ahead of it). The bell after both.
+    publish_head(peer);
+    stamp(peer, at);
+    ring_bell(peer, false);
   }
 
   // Copies n payload bytes into the ring to `peer`, as much at a time as it has room for,
@@ -534,11 +539,16 @@ class shm_impl {
     head += n;
   }
 
-  // Hands everything put() wrote to `peer` over: one release store of the head.
+  // Hands everything put() wrote to `peer` over: one release store of the head, then the bell.
   void publish(int peer) noexcept {
+    publish_head(peer);
+    ring_bell(peer, false);
+  }
+
+  // The head's release store alone (write_header rings the bell after the stamp).
+  void publish_head(int peer) noexcept {
     seg_->pair(o_.rank, peer)
         .head.store(heads_[static_cast<std::size_t>(peer)], std::memory_order_release);
-    ring_bell(peer, false);
   }
 
   // Waits until `peer` has copied the offered message, then the sender's buffer is free.
@@ -719,10 +729,14 @@ class shm_impl {
         continue;
       }
       // A complete message's payload is all there (written before its stamp); another's as far
-      // as the head says.
-      auto const avail = in.header.complete != 0
-                             ? in.header.size - in.got
-                             : pb.head.load(std::memory_order_acquire) - in.tail;
+      // as the head says. The sender publishes the head before a streamed header's stamp, so it
+      // is never behind this tail; were it ever, nothing would be read (rather than the bytes
+      // an unsigned difference would claim) and the wait would end in its timeout.
+      std::uint64_t avail = in.header.size - in.got;
+      if (in.header.complete == 0) {
+        auto const head = pb.head.load(std::memory_order_acquire);
+        avail = head > in.tail ? head - in.tail : 0;
+      }
       if (avail == 0) break;
       auto const n = std::min<std::uint64_t>(avail, in.header.size - in.got);
       if (in.combine != nullptr) {

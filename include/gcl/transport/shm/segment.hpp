@@ -189,6 +189,20 @@ class shm_segment {
   static std::size_t pair_stride(std::size_t ring) noexcept {
     return round_to_line_pair(sizeof(shm_pair_block)) + round_to_line_pair(ring);
   }
+  // Where rank r's block starts.
+  static std::size_t rank_offset(int r) noexcept {
+    return round_to_line_pair(sizeof(shm_header)) +
+           static_cast<std::size_t>(r) * sizeof(shm_rank_block);
+  }
+  // Where the block of the pair (from, to) starts; its ring follows it.
+  static std::size_t pair_offset(int from, int to, int size, std::size_t ring) noexcept {
+    auto const p = static_cast<std::size_t>(size);
+    return pairs_offset(size) +
+           (static_cast<std::size_t>(from) * p + static_cast<std::size_t>(to)) * pair_stride(ring);
+  }
+  static std::size_t ring_offset(int from, int to, int size, std::size_t ring) noexcept {
+    return pair_offset(from, to, size, ring) + round_to_line_pair(sizeof(shm_pair_block));
+  }
   // Each rank's share area: half a ring, which holds a chunk of the ring all_reduce's blocks
   // whole as the ring does (shm.hpp, default_all_reduce), and a page more for the element that
   // makes one chunk longer than the others. None at P <= 2, where a rank has one peer.
@@ -286,13 +300,14 @@ class shm_segment {
 
   shm_header& header() const noexcept { return *reinterpret_cast<shm_header*>(base_); }
   shm_rank_block& rank(int r) const noexcept {
-    return reinterpret_cast<shm_rank_block*>(base_ + round_to_line_pair(sizeof(shm_header)))[r];
+    return *reinterpret_cast<shm_rank_block*>(base_ + rank_offset(r));
   }
   shm_pair_block& pair(int from, int to) const noexcept {
-    return *reinterpret_cast<shm_pair_block*>(pair_base(from, to));
+    return *reinterpret_cast<shm_pair_block*>(base_ +
+                                              pair_offset(from, to, size(), header().ring_bytes));
   }
   std::byte* ring(int from, int to) const noexcept {
-    return pair_base(from, to) + round_to_line_pair(sizeof(shm_pair_block));
+    return base_ + ring_offset(from, to, size(), header().ring_bytes);
   }
   std::size_t ring_bytes() const noexcept { return header().ring_bytes; }
   std::size_t pool_bytes() const noexcept { return header().pool_bytes; }
@@ -348,12 +363,6 @@ class shm_segment {
       throw transport_error(errc::protocol, prefix + "cannot map the shared segment's rings (" +
                                                 std::to_string(n) +
                                                 " bytes): " + std::strerror(errno));
-  }
-  std::byte* pair_base(int from, int to) const noexcept {
-    auto const p = static_cast<std::size_t>(header().size);
-    auto const stride = pair_stride(header().ring_bytes);
-    return base_ + pairs_offset(size()) +
-           (static_cast<std::size_t>(from) * p + static_cast<std::size_t>(to)) * stride;
   }
   std::byte* base_ = nullptr;
   std::size_t bytes_ = 0;
