@@ -9,6 +9,7 @@
 #include <complex>
 #include <concepts>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -146,8 +147,15 @@ struct call_info {
   char op[12] = {};            ///< operator name, "sum", or "custom" for a user callable
   char algorithm[20] = {};     ///< algorithm name, "ring", "tree", ...
 
-  friend bool operator==(call_info const&, call_info const&) = default;
+  // Byte for byte (there is no padding, asserted below): the defaulted comparison goes name by
+  // name a character at a time, and a transport compares the call of every message it takes
+  // (measured: shm, 4 B all_reduce at P = 2, that comparison was 4% of the samples).
+  friend bool operator==(call_info const& a, call_info const& b) noexcept {
+    return std::memcmp(&a, &b, sizeof a) == 0;
+  }
 };
+static_assert(std::has_unique_object_representations_v<call_info>,
+              "call_info's bytes are its value: no padding");
 
 namespace detail {
 template <std::size_t N>
