@@ -32,6 +32,7 @@
 #include <gcl/transport/shm.hpp>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -257,19 +258,23 @@ BOOST_AUTO_TEST_CASE(small_messages_of_every_size_wrap_a_ring_of_odd_size) {
 // spells the stream position it will have one ring later, which a stamp without the key would
 // be. The receiver polls it for 100 ms and must still wait for the real message.
 BOOST_AUTO_TEST_CASE(payload_that_spells_stream_positions_is_never_taken_for_a_header) {
+  namespace d = gcl::detail;
   constexpr std::size_t ring = 8192;
-  constexpr std::size_t header = sizeof(gcl::detail::shm_message);
-  auto start = [](std::size_t pos) { return gcl::detail::round_to_line_pair(pos); };
+  auto start = [](std::size_t pos) { return d::round_to_line_pair(pos); };
   // X from stream position 0; Y after it, so long that the next header's place is one ring
-  // after a word of X's payload.
+  // after a word of X's payload. Neither header has an extension: sent before any collective,
+  // their call is call_info{}, which a ring starts with as its named call.
   constexpr std::size_t x_bytes = 4096;
-  std::size_t const y_at = start(header + x_bytes);
+  std::size_t const x_payload = d::shm_payload_offset(sizeof(d::shm_message), x_bytes);
+  std::size_t const y_at = start(x_payload + x_bytes);
   std::size_t const next = ring + 1024;  // where Z's header will be
-  std::size_t const y_bytes = next - (y_at + header);
-  BOOST_REQUIRE(start(y_at + header + y_bytes) == next);
-  BOOST_REQUIRE(next - ring >= header && next - ring + 8 <= header + x_bytes);
+  std::size_t const y_payload = y_at + d::shm_payload_offset(sizeof(d::shm_message), ring);
+  std::size_t const y_bytes = next - y_payload;
+  BOOST_REQUIRE(y_payload == y_at + d::shm_payload_offset(sizeof(d::shm_message), y_bytes));
+  BOOST_REQUIRE(start(y_payload + y_bytes) == next);
+  BOOST_REQUIRE(next - ring >= x_payload && next - ring + 8 <= x_payload + x_bytes);
   std::vector<std::uint64_t> x(x_bytes / 8);
-  for (std::size_t i = 0; i < x.size(); ++i) x[i] = header + 8 * i + ring;  // position + ring
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = x_payload + 8 * i + ring;  // position + ring
   std::atomic<bool> polling{false};
   auto wrong = gcl::spawn<gcl::shm_transport>(
       2,
@@ -473,6 +478,54 @@ std::byte* the_mapped_segment() {
   return mappings == 1 ? found : nullptr;
 }
 
+// A header carries the sequence of its sender's call, and the rest of the call only in an
+// extension when that differs from the last call named on the ring: rank 0's ring to rank 1,
+// after four 4-byte all_reduces (direct: one message each way per call) and then one of
+// another count, holds five headers, of which the first and the last are extended; every
+// payload of 4 bytes sits in its header's cache line, and every value arrives.
+BOOST_AUTO_TEST_CASE(a_collective_called_in_a_loop_names_its_call_once_per_ring) {
+  namespace d = gcl::detail;
+  constexpr std::size_t ring = 8192;
+  auto wrong = gcl::spawn<gcl::shm_transport>(
+      2,
+      [&](auto& comm) -> std::string {
+        for (int k = 0; k < 4; ++k) {
+          int v = comm.rank() + k;
+          gcl::all_reduce(comm, std::span(&v, 1), gcl::sum{}, gcl::direct{});
+          if (v != 1 + 2 * k) return "call " + std::to_string(k) + " gave " + std::to_string(v);
+        }
+        std::array<int, 2> w{comm.rank(), 10};
+        gcl::all_reduce(comm, std::span(w), gcl::sum{}, gcl::direct{});
+        if (w != std::array<int, 2>{1, 20}) return "the call of two ints was wrong";
+        if (comm.rank() == 1) return {};
+        auto* base = the_mapped_segment();
+        if (base == nullptr) return "not one mapping of the segment in /proc/self/maps";
+        auto const key = reinterpret_cast<d::shm_header const*>(base)->stamp_key;
+        auto const* to_1 = base + d::shm_segment::ring_offset(0, 1, 2, ring);
+        std::string extended;
+        std::uint64_t at = 0;
+        int headers = 0;
+        for (; d::stamp_at(to_1, ring, at).load(std::memory_order_acquire) == (at ^ key);
+             ++headers) {
+          d::shm_message h;
+          std::memcpy(&h, to_1 + at, sizeof h);
+          extended += h.extended != 0 ? 'x' : '-';
+          auto const header = sizeof h + (h.extended != 0 ? sizeof(d::shm_message_extension) : 0);
+          auto const payload = d::shm_payload_offset(header, h.size);
+          if (h.size == sizeof(int) && payload != header)
+            return "a 4-byte payload at " + std::to_string(payload) + ", after a header of " +
+                   std::to_string(header) + " bytes";
+          at = d::round_to_line_pair(at + payload + h.size);
+        }
+        return extended == "x---x" ? std::string{}
+                                   : "headers (x: extended) " + extended + ", not x---x";
+      },
+      with(10s, false, ring));
+  for (int r = 0; r < 2; ++r)
+    BOOST_TEST(wrong[static_cast<std::size_t>(r)].empty(),
+               "rank " << r << ": " << wrong[static_cast<std::size_t>(r)]);
+}
+
 // The receiver's side of the same rule, with the sender's stores in the order the test
 // chooses: rank 0 (the test's hand, not its transport) stamps a header of a message that
 // streams and publishes its payload only 200 ms later. Rank 1, whose receive is posted, must
@@ -516,14 +569,19 @@ BOOST_AUTO_TEST_CASE(a_stamped_header_is_read_no_further_than_its_published_head
           bell.fetch_add(1, std::memory_order_release);
           d::futex_wake_all(bell);
         };
+        // A's header has no extension: sent before any collective, its call is call_info{},
+        // which a ring starts with as its named call.
         d::shm_message h;
         std::memcpy(&h, to_1, sizeof h);
         auto const head = pair.head.load(std::memory_order_acquire);
-        if (h.size != bytes || h.complete != 1 || head != sizeof h + bytes)
+        if (h.size != bytes || h.complete != 1 || h.extended != 0 ||
+            head != d::shm_payload_offset(sizeof h, bytes) + bytes)
           return "A's header or the head is not where the layout says";
-        // B: A's header (same call), as a message that streams, at the next message's place.
+        // B: A's header (the same call), as a message that streams, at the next message's place.
         auto const at = d::round_to_line_pair(head);
+        auto const payload_at = at + d::shm_payload_offset(sizeof h, bytes);
         h.complete = 0;
+        h.extended = 0;
         std::memcpy(to_1 + at + sizeof h.stamp,
                     reinterpret_cast<std::byte const*>(&h) + sizeof h.stamp,
                     sizeof h - sizeof h.stamp);
@@ -533,8 +591,8 @@ BOOST_AUTO_TEST_CASE(a_stamped_header_is_read_no_further_than_its_published_head
         std::string early =
             received.load() == 2 ? "rank 1 took B before its payload was published" : "";
         auto const b = pattern(0, 1, 1, 1, bytes);
-        std::memcpy(to_1 + at + sizeof h, b.data(), bytes);
-        pair.head.store(at + sizeof h + bytes, std::memory_order_release);
+        std::memcpy(to_1 + payload_at, b.data(), bytes);
+        pair.head.store(payload_at + bytes, std::memory_order_release);
         ring_bell();
         if (!wait_for(2)) return "rank 1 did not receive B";
         return early;

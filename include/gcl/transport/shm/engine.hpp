@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -68,6 +69,18 @@ struct shm_group_state {
   }
 };
 
+// A message's header as the engine handles it: the ring's (shm_message) with the call whole
+// and the offer's address, from the extension that carried them or, without one, from the
+// last call named on the ring and the header's sequence.
+struct shm_envelope {
+  std::uint32_t tg = 0;
+  std::uint16_t offer = 0;
+  std::uint8_t complete = 0;
+  std::uint64_t size = 0;
+  std::uint64_t address = 0;
+  call_info call;
+};
+
 // A message taken out of its ring before its receive was posted. Entries are kept for reuse
 // with their buffers (shm_impl::spare_), so that a warm rank allocates nothing per message.
 // An offer (a large message read out of its sender's memory) is not copied into an entry when
@@ -81,7 +94,7 @@ struct shm_entry {
   bool complete = false;
   bool lost = false;     // an offer its sender withdrew (the sender was failing)
   bool offered = false;  // an offer not yet copied: its bytes are still the sender's
-  shm_message offer;     // its header, when `offered`
+  shm_envelope offer;    // its header, when `offered`
 
   std::byte* data() noexcept { return buffer.get(); }
   // Room for n bytes; the bytes there are not kept.
@@ -97,7 +110,8 @@ struct shm_entry {
 struct shm_incoming {
   std::uint64_t tail = 0;  // this rank's copy of the ring's tail
   bool active = false;     // a header has been read, its payload not yet all
-  shm_message header;
+  shm_envelope header;
+  call_info named;  // the last call named on this ring (shm_message_extension)
   std::uint64_t got = 0;
   std::byte* destination = nullptr;
   shm_entry* entry = nullptr;         // null: straight into the posted receive
@@ -160,9 +174,26 @@ class shm_impl {
   // Only this rank's thread reads progress_ (arrivals are checked as it scans its rings).
   void end_context(std::uint32_t context) { progress_.forget(context); }
 
+  // Calls equal but for their sequence share a generation; a ring names a generation's call
+  // once, in the extension of its first message of it (shm_message_extension). The two most
+  // recent are remembered: a communicator alternates between a collective's call and the
+  // point-to-point one it resets to at the collective's end.
+  void name_call(call_info const& c) noexcept {
+    auto rest = c;
+    rest.sequence = 0;
+    if (!(recent_calls_[0].call == rest)) {
+      if (recent_calls_[1].call == rest)
+        std::swap(recent_calls_[0], recent_calls_[1]);
+      else
+        recent_calls_ = {named_call{rest, ++last_generation_}, recent_calls_[0]};
+    }
+    call_generation_ = recent_calls_[0].generation;
+  }
+
   // Never throws when a collective ends (the communicator resets the call from a destructor).
   void set_call(call_info const& c) {
     auto& me = seg_->rank(o_.rank);
+    name_call(c);
     if (c.kind == call_kind::point_to_point) {
       call_ = c;
       progress_.set(c);
@@ -327,6 +358,7 @@ class shm_impl {
     poll_ranks_.reserve(static_cast<std::size_t>(o_.size));
     heads_.assign(static_cast<std::size_t>(o_.size), 0);
     tails_seen_.assign(static_cast<std::size_t>(o_.size), 0);
+    named_generation_.assign(static_cast<std::size_t>(o_.size), 0);
     ring_ = seg_->ring_bytes();
     stamp_key_ = seg_->header().stamp_key;
     pool_ = std::make_shared<shm_pool>(seg_, o_.rank);
@@ -418,7 +450,7 @@ class shm_impl {
     // A smaller message from the pool streams: read by address it would be slower still.
     bool const offer =
         in_pool || (large && !pooled && pb.pull_ok.load(std::memory_order_relaxed) != 0);
-    shm_message h;
+    shm_envelope h;
     h.tg = static_cast<std::uint32_t>(tg);
     h.offer = in_pool ? offer_in_pool : offer ? offer_by_address : offer_none;
     h.size = out.size();
@@ -437,7 +469,7 @@ class shm_impl {
 
   // Offers the `bytes` staged in this rank's share area to `peer` (share_with_all).
   void offer_share(int peer, tag tg, std::size_t bytes) {
-    shm_message h;
+    shm_envelope h;
     h.tg = static_cast<std::uint32_t>(tg);
     h.offer = offer_in_share;
     h.size = bytes;
@@ -461,13 +493,12 @@ class shm_impl {
   // A message whose header and payload both fit the ring's room now: written, stamped complete,
   // then published, so the receiver takes all of it at its first look, reading no line but
   // the message's. False, having written nothing, when there is not room.
-  bool write_at_once(int peer, shm_message h, std::span<std::byte const> out) {
+  bool write_at_once(int peer, shm_envelope h, std::span<std::byte const> out) {
     auto& head = heads_[static_cast<std::size_t>(peer)];
-    auto const n = (message_start(head) - head) + sizeof h + out.size();
+    auto const n = (message_start(head) - head) + payload_offset(peer, h) + out.size();
     if (room(peer, n) < n) return false;
     h.complete = 1;
-    auto const at = put_header(peer, h);
-    put(peer, out.data(), out.size());
+    auto const at = put_header(peer, h, out);
     stamp(peer, at);
     publish(peer);
     return true;
@@ -475,9 +506,9 @@ class shm_impl {
 
   // Writes header h where the next message starts, stamped and published, once the ring has
   // room for it; its payload, if any, follows by write().
-  void write_header(int peer, tag tg, shm_message const& h, std::size_t message) {
+  void write_header(int peer, tag tg, shm_envelope const& h, std::size_t message) {
     auto& head = heads_[static_cast<std::size_t>(peer)];
-    auto const wanted = (message_start(head) - head) + sizeof h;
+    auto const wanted = (message_start(head) - head) + payload_offset(peer, h);
     if (room(peer, wanted) < wanted) {
       auto enough = [&] { return room(peer, wanted) >= wanted; };
       wait(enough, peer, "send to", tg, message);
@@ -509,15 +540,57 @@ class shm_impl {
     }
   }
 
-  // Puts header h (all but its stamp) where the next message starts; returns that position.
-  // The stamp's bytes are left alone: the receiver may be polling them.
-  std::uint64_t put_header(int peer, shm_message const& h) noexcept {
+  // Whether header h to `peer` needs an extension: for an offer's address, or for a call that
+  // differs from the last one named on that ring by more than its sequence.
+  bool extended(int peer, shm_envelope const& h) const noexcept {
+    return h.offer != offer_none ||
+           named_generation_[static_cast<std::size_t>(peer)] != call_generation_;
+  }
+  // Where h's payload starts from its header's (shm_payload_offset).
+  std::uint64_t payload_offset(int peer, shm_envelope const& h) const noexcept {
+    auto const header =
+        sizeof(shm_message) + (extended(peer, h) ? sizeof(shm_message_extension) : 0);
+    return shm_payload_offset(header, h.size);
+  }
+
+  // Puts header h (all but its stamp) where the next message starts, with its extension if it
+  // needs one, and `payload` where it goes (shm_payload_offset); returns that position. The
+  // stamp's bytes are left alone: the receiver may be polling them. A header and payload that
+  // fit a line pair are composed here and copied at once: the receiver polls their first line,
+  // and each separate write into it could find it taken away and have to fetch it back.
+  std::uint64_t put_header(int peer, shm_envelope const& h,
+                           std::span<std::byte const> payload = {}) noexcept {
     auto& head = heads_[static_cast<std::size_t>(peer)];
     head = message_start(head);
     auto const at = head;
-    auto const* bytes = reinterpret_cast<std::byte const*>(&h);
-    head += sizeof h.stamp;
-    put(peer, bytes + sizeof h.stamp, sizeof h - sizeof h.stamp);
+    alignas(16) std::byte staged[shm_line_pair];
+    shm_message m;
+    m.tg = h.tg;
+    m.offer = h.offer;
+    m.complete = h.complete;
+    m.extended = extended(peer, h) ? 1 : 0;
+    m.size = h.size;
+    m.sequence = h.call.sequence;
+    std::memcpy(staged, &m, sizeof m);
+    std::size_t n = sizeof m;
+    if (m.extended != 0) {
+      shm_message_extension const x{h.address, h.call};
+      std::memcpy(staged + n, &x, sizeof x);
+      n += sizeof x;
+      named_generation_[static_cast<std::size_t>(peer)] = call_generation_;
+    }
+    auto const offset = shm_payload_offset(n, h.size);
+    bool const together = offset == n && !payload.empty();
+    if (together) {
+      std::memcpy(staged + n, payload.data(), payload.size());
+      n += payload.size();
+    }
+    head += sizeof m.stamp;
+    put(peer, staged + sizeof m.stamp, n - sizeof m.stamp);
+    if (!together) {
+      head = at + offset;  // the bytes in between are never written, nor read
+      put(peer, payload.data(), payload.size());
+    }
     return at;
   }
 
@@ -710,8 +783,7 @@ class shm_impl {
         auto const at = message_start(in.tail);
         if (stamp_at(ring, ring_, at).load(std::memory_order_acquire) != (at ^ stamp_key_)) break;
         in.tail = at;
-        ring_get(ring, ring_, in.tail, &in.header, sizeof in.header);
-        in.tail += sizeof in.header;
+        read_header(ring, in);
         pb.tail.store(in.tail, std::memory_order_release);
         moved = true;
         begin_message(s, in);
@@ -751,6 +823,31 @@ class shm_impl {
       if (in.got == in.header.size) end_message(in);
     }
     if (moved) ring_bell(s, false);
+  }
+
+  // Reads the header at in.tail (its stamp seen) into in.header, the call made whole.
+  void read_header(std::byte const* ring, shm_incoming& in) noexcept {
+    auto const at = in.tail;
+    shm_message m;
+    ring_get(ring, ring_, in.tail, &m, sizeof m);
+    in.tail += sizeof m;
+    auto& h = in.header;
+    h.tg = m.tg;
+    h.offer = m.offer;
+    h.complete = m.complete;
+    h.size = m.size;
+    if (m.extended != 0) {
+      shm_message_extension x;
+      ring_get(ring, ring_, in.tail, &x, sizeof x);
+      in.tail += sizeof x;
+      in.named = x.call;
+      h.address = x.address;
+    } else {
+      h.address = 0;
+    }
+    h.call = in.named;
+    h.call.sequence = m.sequence;
+    in.tail = at + shm_payload_offset(in.tail - at, m.size);
   }
 
   // A header has arrived: its payload goes straight into the posted receive if that is the one
@@ -1256,9 +1353,19 @@ class shm_impl {
   std::shared_ptr<shm_segment> seg_;
   bool mapped_ = false;
   std::uint64_t ring_ = 0;
-  std::uint64_t stamp_key_ = 0;            // the job's (shm_message::stamp)
-  std::vector<unique_fd> peers_;           // peers_[r]: the socket whose hang-up says r is gone
-  std::vector<std::uint64_t> heads_;       // heads_[r]: bytes written to r's ring
+  std::uint64_t stamp_key_ = 0;       // the job's (shm_message::stamp)
+  std::vector<unique_fd> peers_;      // peers_[r]: the socket whose hang-up says r is gone
+  std::vector<std::uint64_t> heads_;  // heads_[r]: bytes written to r's ring
+  // call_'s generation (name_call), and the generation each ring to a peer last named. The
+  // generation 0 is call_info{}'s, which a receiver takes as named before any extension.
+  struct named_call {
+    call_info call;  // its sequence 0
+    std::uint64_t generation = 0;
+  };
+  std::array<named_call, 2> recent_calls_{};
+  std::uint64_t last_generation_ = 0;
+  std::uint64_t call_generation_ = 0;
+  std::vector<std::uint64_t> named_generation_;
   std::vector<std::uint64_t> tails_seen_;  // tails_seen_[r]: r's tail as last read (room)
   std::vector<shm_incoming> incoming_;     // incoming_[s]: what is being read from s
   // queues_[s]: arrived from s, not yet received, oldest first. A vector whose capacity stays

@@ -46,7 +46,7 @@ static_assert(std::atomic<std::uint32_t>::is_always_lock_free);
 static_assert(std::atomic<std::int32_t>::is_always_lock_free);
 
 inline constexpr std::uint64_t shm_magic = 0x67636c2d73686d31ull;  // "gcl-shm1"
-inline constexpr std::uint32_t shm_version = 6;  // 6: headers stamped (shm_message::stamp)
+inline constexpr std::uint32_t shm_version = 7;  // 7: 32-byte headers, the call named once (shm_message_extension)
 
 // A call_info kept as words, so that another rank reads it without a data race (timeout
 // reports read it while its owner may write it), under a sequence counter.
