@@ -478,54 +478,6 @@ std::byte* the_mapped_segment() {
   return mappings == 1 ? found : nullptr;
 }
 
-// A header carries the sequence of its sender's call, and the rest of the call only in an
-// extension when that differs from the last call named on the ring: rank 0's ring to rank 1,
-// after four 4-byte all_reduces (direct: one message each way per call) and then one of
-// another count, holds five headers, of which the first and the last are extended; every
-// payload of 4 bytes sits in its header's cache line, and every value arrives.
-BOOST_AUTO_TEST_CASE(a_collective_called_in_a_loop_names_its_call_once_per_ring) {
-  namespace d = gcl::detail;
-  constexpr std::size_t ring = 8192;
-  auto wrong = gcl::spawn<gcl::shm_transport>(
-      2,
-      [&](auto& comm) -> std::string {
-        for (int k = 0; k < 4; ++k) {
-          int v = comm.rank() + k;
-          gcl::all_reduce(comm, std::span(&v, 1), gcl::sum{}, gcl::direct{});
-          if (v != 1 + 2 * k) return "call " + std::to_string(k) + " gave " + std::to_string(v);
-        }
-        std::array<int, 2> w{comm.rank(), 10};
-        gcl::all_reduce(comm, std::span(w), gcl::sum{}, gcl::direct{});
-        if (w != std::array<int, 2>{1, 20}) return "the call of two ints was wrong";
-        if (comm.rank() == 1) return {};
-        auto* base = the_mapped_segment();
-        if (base == nullptr) return "not one mapping of the segment in /proc/self/maps";
-        auto const key = reinterpret_cast<d::shm_header const*>(base)->stamp_key;
-        auto const* to_1 = base + d::shm_segment::ring_offset(0, 1, 2, ring);
-        std::string extended;
-        std::uint64_t at = 0;
-        int headers = 0;
-        for (; d::stamp_at(to_1, ring, at).load(std::memory_order_acquire) == (at ^ key);
-             ++headers) {
-          d::shm_message h;
-          std::memcpy(&h, to_1 + at, sizeof h);
-          extended += h.extended != 0 ? 'x' : '-';
-          auto const header = sizeof h + (h.extended != 0 ? sizeof(d::shm_message_extension) : 0);
-          auto const payload = d::shm_payload_offset(header, h.size);
-          if (h.size == sizeof(int) && payload != header)
-            return "a 4-byte payload at " + std::to_string(payload) + ", after a header of " +
-                   std::to_string(header) + " bytes";
-          at = d::round_to_line_pair(at + payload + h.size);
-        }
-        return extended == "x---x" ? std::string{}
-                                   : "headers (x: extended) " + extended + ", not x---x";
-      },
-      with(10s, false, ring));
-  for (int r = 0; r < 2; ++r)
-    BOOST_TEST(wrong[static_cast<std::size_t>(r)].empty(),
-               "rank " << r << ": " << wrong[static_cast<std::size_t>(r)]);
-}
-
 // The receiver's side of the same rule, with the sender's stores in the order the test
 // chooses: rank 0 (the test's hand, not its transport) stamps a header of a message that
 // streams and publishes its payload only 200 ms later. Rank 1, whose receive is posted, must
@@ -596,6 +548,52 @@ BOOST_AUTO_TEST_CASE(a_stamped_header_is_read_no_further_than_its_published_head
         ring_bell();
         if (!wait_for(2)) return "rank 1 did not receive B";
         return early;
+      },
+      with(10s, false, ring));
+  for (int r = 0; r < 2; ++r)
+    BOOST_TEST(wrong[static_cast<std::size_t>(r)].empty(),
+               "rank " << r << ": " << wrong[static_cast<std::size_t>(r)]);
+}
+
+// A header carries the sequence of its sender's call, and the rest of the call only in an
+// extension when that differs from the last call named on the ring: rank 0's ring to rank 1,
+// after four 4-byte all_reduces (direct: one message each way per call) and then one of
+// another count, holds five headers, of which the first and the last are extended; every
+// payload of 4 bytes sits in its header's cache line, and every value arrives.
+BOOST_AUTO_TEST_CASE(a_collective_called_in_a_loop_names_its_call_once_per_ring) {
+  namespace d = gcl::detail;
+  constexpr std::size_t ring = 8192;
+  auto wrong = gcl::spawn<gcl::shm_transport>(
+      2,
+      [&](auto& comm) -> std::string {
+        for (int k = 0; k < 4; ++k) {
+          int v = comm.rank() + k;
+          gcl::all_reduce(comm, std::span(&v, 1), gcl::sum{}, gcl::direct{});
+          if (v != 1 + 2 * k) return "call " + std::to_string(k) + " gave " + std::to_string(v);
+        }
+        std::array<int, 2> w{comm.rank(), 10};
+        gcl::all_reduce(comm, std::span(w), gcl::sum{}, gcl::direct{});
+        if (w != std::array<int, 2>{1, 20}) return "the call of two ints was wrong";
+        if (comm.rank() == 1) return {};
+        auto* base = the_mapped_segment();
+        if (base == nullptr) return "not one mapping of the segment in /proc/self/maps";
+        auto const key = reinterpret_cast<d::shm_header const*>(base)->stamp_key;
+        auto const* to_1 = base + d::shm_segment::ring_offset(0, 1, 2, ring);
+        std::string extended;
+        std::uint64_t at = 0;
+        while (d::stamp_at(to_1, ring, at).load(std::memory_order_acquire) == (at ^ key)) {
+          d::shm_message h;
+          std::memcpy(&h, to_1 + at, sizeof h);
+          extended += h.extended != 0 ? 'x' : '-';
+          auto const header = sizeof h + (h.extended != 0 ? sizeof(d::shm_message_extension) : 0);
+          auto const payload = d::shm_payload_offset(header, h.size);
+          if (h.size == sizeof(int) && payload != header)
+            return "a 4-byte payload at " + std::to_string(payload) + ", after a header of " +
+                   std::to_string(header) + " bytes";
+          at = d::round_to_line_pair(at + payload + h.size);
+        }
+        return extended == "x---x" ? std::string{}
+                                   : "headers (x: extended) " + extended + ", not x---x";
       },
       with(10s, false, ring));
   for (int r = 0; r < 2; ++r)
