@@ -25,7 +25,7 @@ namespace gcl::detail {
 class shm_pool {
  public:
   // Every block starts on a cache line, so that no two blocks share one.
-  static constexpr std::size_t alignment = 64;
+  static constexpr std::size_t alignment = shm_cache_line;
 
   // `segment` stays mapped while the pool (and so any block of it) lives, after its transport.
   shm_pool(std::shared_ptr<shm_segment> segment, int rank)
@@ -42,7 +42,7 @@ class shm_pool {
   // n bytes (n > 0), 64-byte aligned; throws usage_error, naming the sizes and the fix, when
   // the pool has no free range that large.
   std::byte* allocate(std::size_t n) {
-    auto const want = (n + alignment - 1) / alignment * alignment;
+    auto const want = static_cast<std::size_t>(round_up(n, alignment));
     std::lock_guard lock(mutex_);
     for (auto it = free_.begin(); it != free_.end(); ++it) {
       if (it->second < want) continue;

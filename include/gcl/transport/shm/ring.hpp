@@ -49,6 +49,11 @@ struct shm_message_extension {
 static_assert(sizeof(shm_message) + sizeof(shm_message_extension) <= 128,
               "a header must never wrap around its ring");
 
+// n rounded up to a multiple of `multiple`: the one rounding of the segment's layout.
+inline constexpr std::uint64_t round_up(std::uint64_t n, std::uint64_t multiple) noexcept {
+  return (n + multiple - 1) / multiple * multiple;
+}
+
 // Every message starts on a multiple of this in its ring's byte stream, and the rings, and
 // their sizes, are multiples of it in the segment: two messages then never share a cache line
 // (a sender writing the next message into the line its receiver has just read would first wait
@@ -59,7 +64,7 @@ inline constexpr std::size_t shm_line_pair = 128;
 // n rounded up to a multiple of shm_line_pair: where a message written at stream position n
 // starts, and the size of a part of the segment laid out before a ring.
 inline constexpr std::uint64_t round_to_line_pair(std::uint64_t n) noexcept {
-  return (n + shm_line_pair - 1) / shm_line_pair * shm_line_pair;
+  return round_up(n, shm_line_pair);
 }
 
 // Where a message's payload starts, counted from its header's start: right after the header
@@ -70,9 +75,8 @@ inline constexpr std::uint64_t round_to_line_pair(std::uint64_t n) noexcept {
 inline constexpr std::size_t shm_cache_line = 64;
 inline constexpr std::uint64_t shm_payload_offset(std::uint64_t header_bytes,
                                                   std::uint64_t payload_bytes) noexcept {
-  return header_bytes + payload_bytes <= shm_line_pair
-             ? header_bytes
-             : (header_bytes + shm_cache_line - 1) / shm_cache_line * shm_cache_line;
+  return header_bytes + payload_bytes <= shm_line_pair ? header_bytes
+                                                       : round_up(header_bytes, shm_cache_line);
 }
 
 // The stamp of the header at stream position `pos` of a ring (its first 8 bytes; `pos` is a

@@ -46,7 +46,8 @@ static_assert(std::atomic<std::uint32_t>::is_always_lock_free);
 static_assert(std::atomic<std::int32_t>::is_always_lock_free);
 
 inline constexpr std::uint64_t shm_magic = 0x67636c2d73686d31ull;  // "gcl-shm1"
-inline constexpr std::uint32_t shm_version = 7;  // 7: 32-byte headers, the call named once (shm_message_extension)
+// 7: 32-byte headers, the call named once per ring (shm_message_extension)
+inline constexpr std::uint32_t shm_version = 7;
 
 // A call_info kept as words, so that another rank reads it without a data race (timeout
 // reports read it while its owner may write it), under a sequence counter.
@@ -161,7 +162,7 @@ inline constexpr bool lies_within(std::uint64_t start, std::uint64_t size, std::
 // page (nor cache line) with the rings.
 inline constexpr std::size_t shm_page = 4096;
 inline constexpr std::size_t round_page(std::size_t n) noexcept {
-  return (n + shm_page - 1) / shm_page * shm_page;
+  return static_cast<std::size_t>(round_up(n, shm_page));
 }
 
 // The mapped segment of one job: where each part is.
