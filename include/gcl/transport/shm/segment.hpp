@@ -61,10 +61,13 @@ struct shm_call_slot {
   void store(call_info const& c) noexcept {
     std::uint64_t w[call_words] = {};
     std::memcpy(w, &c, sizeof c);
-    // An acquire-release increment: the words' stores cannot move above it (no standalone
-    // fences, which ThreadSanitizer does not model).
-    auto v = version.fetch_add(1, std::memory_order_acq_rel);
-    for (std::size_t i = 0; i < call_words; ++i) words[i].store(w[i], std::memory_order_relaxed);
+    // Only the owner writes, so the odd version is a plain store. Each word's release store
+    // keeps it before the word: a reader that takes a new word then sees the version changed.
+    // Without a read-modify-write (a locked instruction, at every collective) and without a
+    // standalone fence, which ThreadSanitizer does not model.
+    auto const v = version.load(std::memory_order_relaxed);
+    version.store(v + 1, std::memory_order_relaxed);
+    for (std::size_t i = 0; i < call_words; ++i) words[i].store(w[i], std::memory_order_release);
     version.store(v + 2, std::memory_order_release);
   }
   // The call, or the empty one if the owner keeps writing it (it is only for reports).
