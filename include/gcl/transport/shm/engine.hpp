@@ -593,12 +593,22 @@ class alignas(64) shm_impl {
       std::memcpy(staged + n, payload.data(), payload.size());
       n += payload.size();
     }
-    head += sizeof m.stamp;
-    put(peer, staged + sizeof m.stamp, n - sizeof m.stamp);
+    auto const end = together ? at + n : at + offset + payload.size();
+    // The header's first line last: the receiver polls it, and each write into it takes it
+    // back from the receiver's core. Written first, it was taken again by the receiver's next
+    // look, and then again for the stamp (64 B all_reduce at P = 2, processes pinned: 0.94 of
+    // the time with this order, 7 runs of 10 faster; 4 B, whose message is that line, level).
     if (!together) {
       head = at + offset;  // the bytes in between are never written, nor read
       put(peer, payload.data(), payload.size());
     }
+    if (n > shm_cache_line) {
+      head = at + shm_cache_line;
+      put(peer, staged + shm_cache_line, n - shm_cache_line);
+    }
+    head = at + sizeof m.stamp;
+    put(peer, staged + sizeof m.stamp, std::min<std::size_t>(n, shm_cache_line) - sizeof m.stamp);
+    head = end;
     return at;
   }
 
