@@ -925,7 +925,7 @@ BOOST_AUTO_TEST_CASE(by_size_sees_whether_ranks_share_cores) {
 }
 
 // Where every CPU runs two ranks or more (and they are at most by_size::direct_max_ranks),
-// shm's default all_reduce takes direct below 1 KiB, as between threads; at P = 2 and where the
+// shm's default all_reduce takes direct below 4 KiB, as between threads; at P = 2 and where the
 // ranks only share the cores, recursive doubling. Counted against each one named outright.
 BOOST_AUTO_TEST_CASE(the_default_all_reduce_takes_direct_where_ranks_crowd_cores) {
   unsigned const cpus = std::thread::hardware_concurrency();

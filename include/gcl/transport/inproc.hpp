@@ -284,17 +284,19 @@ class inproc_transport {
   /// doubling's below 16 KiB; halving-doubling 0.74-0.95x ring's from 256 KiB to 1 MiB, at
   /// P = 8 level at 2 MiB and 1.1x at 4 MiB (benchmark/analysis.md).
   ///
-  /// Where every core runs two threads or more (and they are at most 8), `direct` below 1 KiB:
+  /// Where every core runs two threads or more (and they are at most 8), `direct` below 4 KiB:
   /// one round, where recursive doubling waits log2 P times for the threads of a core to take
   /// turns. Measured on 2 cores (2026-11-27, back to back, 4 B to 256 B, two or three jobs
-  /// each, interleaved): at P = 8 9-16 us against 17-21, at P = 4 4.4-6.3 against 5.5-9.7; from
-  /// 1 KiB level or behind, and at P = 3 (a core each for two of them) behind.
+  /// each, interleaved): at P = 8 9-16 us against 17-21, at P = 4 4.4-6.3 against 5.5-9.7; at
+  /// P = 3 (a core each for two of them) behind. At 1 and 2 KiB (2026-11-28, five jobs each,
+  /// interleaved, medians): 0.70 and 0.71 of recursive doubling's time at P = 4, 0.72 and 0.94
+  /// at P = 8; at 4 KiB 0.81 at P = 4 but 0.92-1.23 at P = 8, so not from there.
   static constexpr all_reduce_thresholds default_all_reduce{
       .recursive_doubling_below = 16 * 1024,
       .ring_from = 2 * 1024 * 1024,
       .tree_below_if_cores_shared = 128 * 1024,
       .tree_from_if_cores_shared = 16 * 1024,
-      .direct_below_if_cores_crowded = 1024,
+      .direct_below_if_cores_crowded = 4 * 1024,
       .ring_block_total_bytes = 16 * 1024 * 1024};
 
   /// The shared state of `size` ranks. Outlives nothing: every transport keeps it alive.

@@ -58,11 +58,13 @@ class shm_transport {
   /// P = 8, and at P = 4 was level but at 1 MiB (1.17x). At P = 2 the three send alike
   /// (benchmark/analysis.md).
   ///
-  /// Where every core runs two ranks or more (and they are at most 8), `direct` below 1 KiB, as
+  /// Where every core runs two ranks or more (and they are at most 8), `direct` below 4 KiB, as
   /// between threads: one round, where recursive doubling waits log2 P times for the ranks of a
   /// core to take turns. Measured on 2 cores (2026-11-27, back to back, 4 B to 256 B, three
   /// jobs each, interleaved with Open MPI's vader): at P = 8 12-18 us against 14-46 (vader
-  /// 13-23), at P = 4 3.8-7.6 against 5.2-11 (vader 3.4-8.8); from 1 KiB level or behind.
+  /// 13-23), at P = 4 3.8-7.6 against 5.2-11 (vader 3.4-8.8). At 1 and 2 KiB (2026-11-28, five
+  /// jobs each, interleaved, medians): 0.98 and 0.64 of recursive doubling's time at P = 4, 0.72
+  /// and 0.91 at P = 8; at 4 KiB 1.13 and 1.05, so not from there.
   ///
   /// Ring runs in blocks of 1 MiB per rank, not the default 2: each chunk of a block (1 MiB /
   /// P) then fits its ring (2 MiB / P) whole, header included, so a sender writes it at once
@@ -82,7 +84,7 @@ class shm_transport {
       .ring_from = 512 * 1024,
       .tree_below_if_cores_shared = 128 * 1024,
       .tree_from_if_cores_shared = 16 * 1024,
-      .direct_below_if_cores_crowded = 1024,
+      .direct_below_if_cores_crowded = 4 * 1024,
       .ring_block_bytes = 1024 * 1024};
 
   /// Joins the job described by `o` (rendezvous through rank 0).
