@@ -564,8 +564,9 @@ class alignas(64) shm_impl {
   // Puts header h (all but its stamp) where the next message starts, with its extension if it
   // needs one, and `payload` where it goes (shm_payload_offset); returns that position. The
   // stamp's bytes are left alone: the receiver may be polling them. A header and payload that
-  // fit a line pair are composed here and copied at once: the receiver polls their first line,
-  // and each separate write into it could find it taken away and have to fetch it back.
+  // fit a line pair are composed here and copied line by line, the first line last and in one
+  // copy: the receiver polls it, and each separate write into it could find it taken away and
+  // have to fetch it back.
   std::uint64_t put_header(int peer, shm_envelope const& h,
                            std::span<std::byte const> payload = {}) noexcept {
     auto& head = heads_[static_cast<std::size_t>(peer)];

@@ -67,12 +67,16 @@ inline constexpr std::uint64_t round_to_line_pair(std::uint64_t n) noexcept {
   return round_up(n, shm_line_pair);
 }
 
-// Where a message's payload starts, counted from its header's start: right after the header
-// when both fit one line pair (the sender writes them in one copy), else on the next cache line,
-// so that the line the receiver polls is written once, whole, and not again by the payload
-// (measured, processes pinned, 256 B all_reduce at P = 2: with the payload right after a 32-byte
-// header, 1.08-1.10 of the time of the 88-byte header's layout; from the next line, level).
+// A cache line of the machines gcl runs on: the unit the sender writes the line the receiver
+// polls in, and the pool's blocks' alignment.
 inline constexpr std::size_t shm_cache_line = 64;
+
+// Where a message's payload starts, counted from its header's start: right after the header
+// when both fit one line pair (the sender composes them and writes them together), else on the
+// next cache line, so that the line the receiver polls is written once, whole, and not again by
+// the payload (measured, processes pinned, 256 B all_reduce at P = 2: with the payload right
+// after a 32-byte header, 1.08-1.10 of the time of the 88-byte header's layout; from the next
+// line, level).
 inline constexpr std::uint64_t shm_payload_offset(std::uint64_t header_bytes,
                                                   std::uint64_t payload_bytes) noexcept {
   return header_bytes + payload_bytes <= shm_line_pair ? header_bytes
