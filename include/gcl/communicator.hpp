@@ -252,6 +252,59 @@ class communicator {
                               reinterpret_cast<std::byte const*>(got.data()), acc.size_bytes());
   }
 
+  /// Whether `reduce_and_forward` and `recv_reduce` go to the transport
+  /// (`forwarding_transport`: shm, hybrid), which writes a combined message straight into the
+  /// one it forwards. Ring's scatter-reduce is written with them only then: elsewhere its
+  /// `sendrecv_reduce` steps post each receive before the send.
+  static constexpr bool forwards_reduced = forwarding_transport<Transport>;
+
+  /// Receives `acc.size()` elements from `src` and combines them into `acc` as
+  /// `sendrecv_reduce` does, without sending: as they arrive over a `forwarding_transport`,
+  /// else received into scratch and reduced.
+  template <class T, class Op>
+  void recv_reduce(int src, std::span<T> acc, Op const& op,
+                   received_operand side = received_operand::right, tag tg = tag{0}) {
+    if constexpr (forwarding_transport<Transport>) {
+      check_peer(src, "recv from");
+      check_tag(tg);
+      bool combined = false;
+      annotated([&] {
+        combined = transport_->recv_reduce(transport_rank(src), wire(tg),
+                                           std::as_writable_bytes(acc), combiner::of<T>(op, side));
+      });
+      if (combined) return;
+    }
+    auto got = scratch<T>(acc.size(), reduce_scratch_slot);
+    recv(src, got, tg);
+    combiner::of<T>(op, side)(reinterpret_cast<std::byte*>(acc.data()),
+                              reinterpret_cast<std::byte const*>(got.data()), acc.size_bytes());
+  }
+
+  /// `recv_reduce(src, acc, ...)`, then sends the result to `dst`: the same two messages. Over
+  /// a `forwarding_transport` (shm) the result is written straight into the message to `dst`
+  /// as `src`'s arrives, and is not kept here, so `acc`'s contents afterwards are unspecified
+  /// (the result, part of it, or what it held). A ring's scatter-reduce step forwards what the
+  /// step before combined: written once, into the message, instead of into `acc` and then
+  /// copied from there into the message (algorithm/ring.hpp).
+  template <class T, class Op>
+  void reduce_and_forward(int src, std::span<T> acc, int dst, Op const& op,
+                          received_operand side = received_operand::right, tag tg = tag{0}) {
+    if constexpr (forwarding_transport<Transport>) {
+      check_peer(src, "recv from");
+      check_peer(dst, "send to");
+      check_tag(tg);
+      bool forwarded = false;
+      annotated([&] {
+        forwarded = transport_->reduce_and_forward(
+            transport_rank(src), wire(tg), std::as_writable_bytes(acc), combiner::of<T>(op, side),
+            transport_rank(dst), wire(tg));
+      });
+      if (forwarded) return;
+    }
+    recv_reduce(src, acc, op, side, tg);
+    send(dst, std::span<T const>(acc), tg);
+  }
+
   /// Sends `out` to every other rank and receives what each rank r sends into `into(r)` (a
   /// `std::span<T>`), in one round, where the transport stages `out` once for all of them
   /// (`sharing_transport`: shm copies it into its share area of the segment, and each peer

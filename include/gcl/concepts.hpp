@@ -69,6 +69,20 @@ concept combining_transport = sendrecv_transport<T> &&
   { t.sendrecv_reduce(peer, tg, out, peer, tg, acc, c) } -> std::same_as<bool>;
 };
 
+/// Optional: `t.recv_reduce(src, tg, acc, c)`, the receiving half of `sendrecv_reduce`, and
+/// `t.reduce_and_forward(src, tg, acc, c, dst, tg)`: receives from `src`, combines as
+/// `recv_reduce` would, and sends the result to `dst` (written straight into the outgoing
+/// message as the incoming one arrives, where the transport can: shm), leaving `acc`'s contents
+/// unspecified. Each returns false, having sent and received nothing, where the transport cannot;
+/// the caller then receives, reduces and sends itself. Counts, orders and checks its messages as
+/// a `recv` (and then a `send`). Detected, not required: ring's scatter-reduce takes them.
+template <class T>
+concept forwarding_transport = transport<T> &&
+    requires(T& t, int peer, tag tg, std::span<std::byte> acc, combiner const& c) {
+  { t.recv_reduce(peer, tg, acc, c) } -> std::same_as<bool>;
+  { t.reduce_and_forward(peer, tg, acc, c, peer, tg) } -> std::same_as<bool>;
+};
+
 /// Optional: `t.share_with_all(peers, tg, out, ins)` sends `out` to each rank of `peers` and
 /// receives `ins[i]` from `peers[i]`, all in one round, staging `out` once where every peer
 /// reads it (shm's share area) instead of once per peer. Returns false, having sent and received

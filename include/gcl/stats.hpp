@@ -87,7 +87,8 @@ struct transport_stats {
 ///       auto s = comm.transport().stats();  // 6 messages of 250 floats, 6 rounds
 ///     });
 ///
-/// It forwards `set_call`, `sendrecv`, `sendrecv_reduce` and `irecv` when `Transport` has them, and
+/// It forwards `set_call`, `sendrecv`, `sendrecv_reduce`, `recv_reduce`, `reduce_and_forward`,
+/// `share_with_all` and `irecv` when `Transport` has them, and
 /// `group` and `options` when `Transport` is a group transport (so `spawn` works over it).
 template <transport Transport>
 class counting;
@@ -176,6 +177,25 @@ class counting : public detail::counting_group_base<Transport> {
     send_depth(dst, send_tag);
     count_sent(send_tag, out.size());
     receive_depth(src, recv_tag, acc.size());
+    return true;
+  }
+
+  /// Counted as the receive it is, when the wrapped transport combined it.
+  bool recv_reduce(int src, tag tg, std::span<std::byte> acc,
+                   combiner const& c) requires forwarding_transport<Transport> {
+    if (!inner_.recv_reduce(src, tg, acc, c)) return false;
+    receive_depth(src, tg, acc.size());
+    return true;
+  }
+
+  /// Counted as the receive and then the send it is, when the wrapped transport forwarded it:
+  /// the message sent carries this rank's clock after the receive, as a `send` after `recv`.
+  bool reduce_and_forward(int src, tag recv_tag, std::span<std::byte> acc, combiner const& c,
+                          int dst, tag send_tag) requires forwarding_transport<Transport> {
+    if (!inner_.reduce_and_forward(src, recv_tag, acc, c, dst, send_tag)) return false;
+    receive_depth(src, recv_tag, acc.size());
+    send_depth(dst, send_tag);
+    count_sent(send_tag, acc.size());
     return true;
   }
 

@@ -54,6 +54,9 @@ static_assert(gcl::combining_transport<gcl::shm_transport>);
 static_assert(gcl::sharing_transport<gcl::shm_transport>);
 static_assert(gcl::sharing_transport<gcl::counting<gcl::shm_transport>>);
 static_assert(!gcl::sharing_transport<gcl::inproc_transport>);
+static_assert(gcl::forwarding_transport<gcl::shm_transport>);
+static_assert(gcl::forwarding_transport<gcl::counting<gcl::shm_transport>>);
+static_assert(!gcl::forwarding_transport<gcl::inproc_transport>);
 static_assert(gcl::group_transport<gcl::shm_transport>);
 static_assert(gcl::group_transport<gcl::counting<gcl::shm_transport>>);
 
@@ -612,22 +615,25 @@ BOOST_AUTO_TEST_CASE(a_collective_called_in_a_loop_names_its_call_once_per_ring)
                "rank " << r << ": " << wrong[static_cast<std::size_t>(r)]);
 }
 
-// A message that arrives while its receiver waits for another is queued: streamed through the
-// ring, it is copied into the queue and then into the receive (two copies, counted by
-// bytes_queued); read from its sender's memory, it waits there uncopied, holding its sender,
-// and the receive that takes it copies it once, straight into its buffer (or combines it, for
-// sendrecv_reduce). Rank 0 waits for rank 2, which sends only after rank 1's message to rank 0
-// is on its way (streamed: rank 1 tells rank 2 once its send has returned; offered: rank 1
-// cannot, as its send returns only when rank 0 has copied the message, so rank 2 waits
+// A large message that arrives while its receiver waits for another is not copied where it
+// arrives: in its ring, it waits there, and read from its sender's memory, it waits there
+// uncopied, holding its sender; the receive that takes it copies it once, straight into its
+// buffer (or combines it, for sendrecv_reduce). Only one larger than its ring is queued: its
+// sender needs the room, so it is copied into the queue and then into the receive (two copies,
+// counted by bytes_queued). Rank 0 waits for rank 2, which sends only after rank 1's message to
+// rank 0 is on its way (streamed: rank 1 tells rank 2 once its send has returned; offered: rank
+// 1 cannot, as its send returns only when rank 0 has copied the message, so rank 2 waits
 // 200 ms, and a header later than that finds the receive posted, which queues nothing either).
-// A spin longer than the test keeps rank 0 from sleeping, which would copy the offer into the
-// queue to release rank 1.
+// A spin longer than the test keeps rank 0 from sleeping, which would copy the offer (and the
+// message in the ring) into the queue to release rank 1.
 BOOST_AUTO_TEST_CASE(a_message_read_from_its_sender_waits_there_for_its_receive) {
   std::size_t const n = 75000;  // 300,000 bytes
-  enum class path { streamed, offered, offered_and_combined };
-  for (path how : {path::streamed, path::offered, path::offered_and_combined}) {
-    bool const offered = how != path::streamed;
-    auto o = with(60s, offered);
+  enum class path { streamed, streamed_larger_than_its_ring, offered, offered_and_combined };
+  for (path how : {path::streamed, path::streamed_larger_than_its_ring, path::offered,
+                   path::offered_and_combined}) {
+    bool const offered = how == path::offered || how == path::offered_and_combined;
+    bool const larger = how == path::streamed_larger_than_its_ring;
+    auto o = with(60s, offered, larger ? 64 * 1024 : 0);
     o.spin = std::chrono::microseconds{std::chrono::seconds{60}};
     o.combine_bytes = 1;
     auto result = gcl::spawn<gcl::shm_transport>(
@@ -671,7 +677,7 @@ BOOST_AUTO_TEST_CASE(a_message_read_from_its_sender_waits_there_for_its_receive)
     BOOST_TEST(result[0].first.empty(), "path " << mode << ": " << result[0].first);
     // Rank 2's 4 bytes are queued too if they arrive before rank 0 has started its receive.
     auto const queued = result[0].second;
-    BOOST_TEST((offered ? queued < n * 4 : queued >= n * 4),
+    BOOST_TEST((larger ? queued >= n * 4 : queued < n * 4),
                "path " << mode << ": " << queued << " bytes queued");
   }
 }
@@ -748,6 +754,67 @@ BOOST_AUTO_TEST_CASE(sendrecv_reduce_combines_from_the_ring_the_sender_and_the_q
       BOOST_TEST(
           queued[static_cast<std::size_t>(r)].empty(),
           "queued, rank " << r << " cma " << cma << ": " << queued[static_cast<std::size_t>(r)]);
+  }
+}
+
+// reduce_and_forward's contract: every rank sends a message to its left neighbour, combines
+// what its right neighbour sends with its own buffer and forwards the result to the left,
+// then receives what its right neighbour forwarded. With an operator that is not commutative, on
+// both operand sides; a 4-byte element (combined from ring to ring, in pieces as small as a
+// 16 KiB ring allows, and taken up again after its ring ran out of room) and a 12-byte one
+// (which the transport declines: received, reduced and sent by the communicator).
+BOOST_AUTO_TEST_CASE(reduce_and_forward_sends_on_what_it_combines) {
+  using gcl_test::affine_mix;
+  using gcl_test::element_of;
+  using gcl_test::triple;
+  auto check = [](auto& comm, auto type, std::size_t n, gcl::received_operand side) -> std::string {
+    using T = typename decltype(type)::type;
+    int const p = comm.size(), me = comm.rank();
+    int const left = (me + p - 1) % p, right = (me + 1) % p, far = (me + 2) % p;
+    std::vector<T> out(n), acc(n), got(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      out[i] = element_of<T>(me, 0, i);
+      acc[i] = element_of<T>(me, 1, i);
+    }
+    comm.send(left, std::span<T const>(out), gcl::tag{3});
+    comm.reduce_and_forward(right, std::span<T>(acc), left, affine_mix{}, side, gcl::tag{3});
+    comm.recv(right, got, gcl::tag{3});
+    for (std::size_t i = 0; i < n; ++i) {
+      T const theirs = element_of<T>(right, 1, i), sent = element_of<T>(far, 0, i);
+      T const want = side == gcl::received_operand::right ? affine_mix{}(theirs, sent)
+                                                          : affine_mix{}(sent, theirs);
+      if (!(got[i] == want))
+        return std::to_string(sizeof(T)) + "-byte elements, " + std::to_string(n) +
+               " of them: element " + std::to_string(i) + " is wrong";
+    }
+    return "";
+  };
+  for (std::size_t ring : {std::size_t{0}, std::size_t{16 * 1024}}) {
+    auto o = with(60s, false, ring);
+    o.combine_bytes = 1;
+    for (int p : {2, 3, 4}) {
+      auto result = gcl::spawn<gcl::shm_transport>(
+          p,
+          [&](auto& comm) -> std::pair<std::string, std::uint64_t> {
+            for (auto side : {gcl::received_operand::right, gcl::received_operand::left})
+              for (std::size_t n : {std::size_t{1}, std::size_t{1000}, std::size_t{70000}}) {
+                auto wrong = check(comm, std::type_identity<std::uint32_t>{}, n, side);
+                if (wrong.empty()) wrong = check(comm, std::type_identity<triple>{}, n, side);
+                if (!wrong.empty()) return {wrong, 0};
+              }
+            return {"", comm.transport().bytes_forwarded()};
+          },
+          o);
+      for (int r = 0; r < p; ++r) {
+        BOOST_TEST_INFO("P=" << p << " ring " << ring << " rank " << r);
+        BOOST_TEST(result[static_cast<std::size_t>(r)].first.empty(),
+                   result[static_cast<std::size_t>(r)].first);
+        // 4-byte elements go from ring to ring: where the ring has room for what the rank
+        // sent before and a piece more, the first piece at least (with 16 KiB rings, how much
+        // depends on how the ranks interleave).
+        if (ring == 0) BOOST_TEST(result[static_cast<std::size_t>(r)].second > 0u);
+      }
+    }
   }
 }
 

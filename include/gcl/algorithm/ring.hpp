@@ -93,13 +93,28 @@ struct ring {
       return segmented_all_reduce(comm, data, op, chunks);
     int const left = detail::mod(n - 1, p), right = detail::mod(n + 1, p);
     auto chunk = [&](int c) { return data.subspan(chunks.offset(c), chunks.size(c)); };
-    constexpr int first = -1;           // step 1 sends chunk (n - 1) mod p (doc/algorithms.md)
-    for (int i = 1; i <= p - 1; ++i) {  // phase I: scatter-reduce
-      // The chunk received is combined into ours as it arrives, where the transport can
-      // (communicator::sendrecv_reduce): no scratch copy of it goes through memory.
-      comm.sendrecv_reduce(left, std::span<T const>(chunk(detail::ring_send_chunk(n, i, p, first))),
-                           right, chunk(detail::ring_recv_chunk(n, i, p, first)), op,
-                           received_operand::right, detail::collective_tag);
+    constexpr int first = -1;  // step 1 sends chunk (n - 1) mod p (doc/algorithms.md)
+    if constexpr (Comm::forwards_reduced) {
+      // Phase I, the same messages in the same order: what a step receives and combines is
+      // what the next step sends, so it goes straight into that message as it is combined
+      // (communicator::reduce_and_forward; shm), and is never written here: each partial chunk
+      // is written once, where combining it into ours and sending that wrote it twice.
+      comm.send(left, std::span<T const>(chunk(detail::ring_send_chunk(n, 1, p, first))),
+                detail::collective_tag);
+      for (int i = 1; i < p - 1; ++i)
+        comm.reduce_and_forward(right, chunk(detail::ring_recv_chunk(n, i, p, first)), left, op,
+                                received_operand::right, detail::collective_tag);
+      comm.recv_reduce(right, chunk(detail::ring_recv_chunk(n, p - 1, p, first)), op,
+                       received_operand::right, detail::collective_tag);
+    } else {
+      for (int i = 1; i <= p - 1; ++i) {  // phase I: scatter-reduce
+        // The chunk received is combined into ours as it arrives, where the transport can
+        // (communicator::sendrecv_reduce): no scratch copy of it goes through memory.
+        comm.sendrecv_reduce(left,
+                             std::span<T const>(chunk(detail::ring_send_chunk(n, i, p, first))),
+                             right, chunk(detail::ring_recv_chunk(n, i, p, first)), op,
+                             received_operand::right, detail::collective_tag);
+      }
     }
     // Now chunk (n - 2) mod p is final here. Phase II forwards final chunks: same schedule.
     // Where the transport stages a message once for every peer (shm), each rank sends its

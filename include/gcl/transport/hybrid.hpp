@@ -321,6 +321,32 @@ class hybrid_transport {
     return combined;
   }
 
+  /// shm's recv_reduce when `src` is on this host; otherwise false (nothing received).
+  bool recv_reduce(int src, tag tg, std::span<std::byte> acc, combiner const& c) {
+    check_peer(src, "recv from");
+    auto& s = *s_;
+    if (!s.on_shm(src)) return false;
+    bool combined = false;
+    guarded("recv from", src, [&] { combined = s.shm->recv_reduce(s.number_of(src), tg, acc, c); });
+    return combined;
+  }
+
+  /// shm's reduce_and_forward when both peers are on this host; otherwise false (nothing sent
+  /// or received), and the caller receives, reduces and sends itself.
+  bool reduce_and_forward(int src, tag recv_tag, std::span<std::byte> acc, combiner const& c,
+                          int dst, tag send_tag) {
+    check_peer(src, "recv from");
+    check_peer(dst, "send to");
+    auto& s = *s_;
+    if (!s.on_shm(dst) || !s.on_shm(src)) return false;
+    bool forwarded = false;
+    guarded("recv from", src, [&] {
+      forwarded =
+          s.shm->reduce_and_forward(s.number_of(src), recv_tag, acc, c, s.number_of(dst), send_tag);
+    });
+    return forwarded;
+  }
+
   hybrid_transport(hybrid_transport&&) noexcept = default;
   hybrid_transport& operator=(hybrid_transport&&) noexcept = default;
 

@@ -167,8 +167,15 @@ class shm_transport {
   /// is not: it waits uncopied for the receive that takes it, and is copied into the queue
   /// only if this rank waits long enough to sleep meanwhile (`shm_options::spin`), so that no
   /// sender waits on a sleeping rank, or if the receive that meets it does not match it (kept
-  /// whole for the mismatch report).
+  /// whole for the mismatch report). Nor is a message of 16 KiB or more in a ring: it waits
+  /// there for its receive, unless its sender waits for room in that ring, or this rank may
+  /// sleep, or a receive from that source meets it first.
   std::uint64_t bytes_queued() const noexcept { return impl_->bytes_queued(); }
+
+  /// Bytes that `reduce_and_forward` combined straight from one ring into another (ring's
+  /// scatter-reduce), never stored in this rank's buffer; the rest of what it forwarded went
+  /// through `acc`.
+  std::uint64_t bytes_forwarded() const noexcept { return impl_->bytes_forwarded(); }
 
   /// Which call the following messages belong to; carried in every message header and compared
   /// by the receiver, which throws `errc::mismatch` naming both sides.
@@ -210,6 +217,23 @@ class shm_transport {
   bool sendrecv_reduce(int dst, tag send_tag, std::span<std::byte const> out, int src, tag recv_tag,
                        std::span<std::byte> acc, combiner const& c) {
     return impl_->sendrecv_reduce(dst, send_tag, out, src, recv_tag, acc, c);
+  }
+
+  /// `recv`, the message combined into `acc` as it arrives (`forwarding_transport`), on the
+  /// terms of `sendrecv_reduce`.
+  bool recv_reduce(int src, tag tg, std::span<std::byte> acc, combiner const& c) {
+    return impl_->recv_reduce(src, tg, acc, c);
+  }
+
+  /// Receives from `src`, combines with `acc`, and sends the result to `dst`
+  /// (`forwarding_transport`): each piece of `src`'s message is combined where it lies in its
+  /// ring straight into the message to `dst` in that rank's ring, so the result is written once
+  /// and not stored here (`acc`'s contents afterwards are unspecified). False, as
+  /// `sendrecv_reduce`, and also for an element size that does not divide 64 or a peer that is
+  /// this rank.
+  bool reduce_and_forward(int src, tag recv_tag, std::span<std::byte> acc, combiner const& c,
+                          int dst, tag send_tag) {
+    return impl_->reduce_and_forward(src, recv_tag, acc, c, dst, send_tag);
   }
 
   /// A second endpoint of this rank with rings of its own, among the ranks `b` names

@@ -117,6 +117,9 @@ struct shm_incoming {
   shm_entry* entry = nullptr;         // null: straight into the posted receive
   combiner const* combine = nullptr;  // the posted receive's, if it combines
   std::uint64_t staged = 0;           // bytes of it in shm_impl::staging_, not yet combined
+  // Left in the ring for reduce_and_forward, which reads it as it writes the message it
+  // forwards; drain reads no further while this is set.
+  bool held = false;
 };
 
 // The receive this rank is blocked in, which a message may fill straight from the ring.
@@ -129,6 +132,7 @@ struct shm_posted {
   bool done = false;
   bool lost = false;
   combiner const* combine = nullptr;  // sendrecv_reduce's: combine into `in`, not copy
+  bool forward = false;               // reduce_and_forward's: held in the ring (shm_incoming)
 };
 
 // Aligned to a cache line: ranks that are threads of one process each have one, written at
@@ -173,6 +177,7 @@ class alignas(64) shm_impl {
   // How many messages this rank has sent from its pool, read where they lay by the receiver.
   std::uint64_t sent_from_pool() const noexcept { return sent_from_pool_; }
   std::uint64_t bytes_queued() const noexcept { return bytes_queued_; }
+  std::uint64_t bytes_forwarded() const noexcept { return bytes_forwarded_; }
 
   // Only this rank's thread reads progress_ (arrivals are checked as it scans its rings).
   void end_context(std::uint32_t context) { progress_.forget(context); }
@@ -242,10 +247,38 @@ class alignas(64) shm_impl {
   // fit a quarter of it, and below the options' combine_threshold().
   bool sendrecv_reduce(int dst, tag send_tag, std::span<std::byte const> out, int src, tag recv_tag,
                        std::span<std::byte> acc, combiner const& c) {
-    if (c.element_size == 0 || c.element_size > ring_piece_bytes / 4) return false;
-    if (acc.size() < combine_threshold_) return false;
+    if (!combines(acc.size(), c)) return false;
     exchange(dst, send_tag, out, src, recv_tag, acc, &c);
     return true;
+  }
+
+  // The receiving half of sendrecv_reduce, declined where it is.
+  bool recv_reduce(int src, tag tg, std::span<std::byte> acc, combiner const& c) {
+    if (!combines(acc.size(), c)) return false;
+    guarded("recv from", src, [&] { receive(src, tg, acc, false, &c); });
+    return true;
+  }
+
+  // Receives src's message, combines it with `acc` and sends the result to dst, combining each
+  // piece where it lies in src's ring straight into dst's ring (combiner::to): a ring
+  // scatter-reduce's step forwards what the one before combined, and that result is written
+  // once, into the message, where combining into `acc` and then sending `acc` wrote it there and
+  // copied it again. `acc` ends unspecified. Declined as sendrecv_reduce is, and also for an
+  // element that does not divide a cache line (then none straddles a ring's wrap: payloads
+  // start on a line, rings are whole line pairs) and between this rank and itself.
+  bool reduce_and_forward(int src, tag recv_tag, std::span<std::byte> acc, combiner const& c,
+                          int dst, tag send_tag) {
+    if (!combines(acc.size(), c) || shm_cache_line % c.element_size != 0 || src == o_.rank ||
+        dst == o_.rank)
+      return false;
+    guarded("recv from", src, [&] { forward(src, recv_tag, acc, c, dst, send_tag); });
+    return true;
+  }
+
+  // Whether a message of `bytes` is combined as it arrives (sendrecv_reduce).
+  bool combines(std::size_t bytes, combiner const& c) const noexcept {
+    return c.element_size != 0 && c.element_size <= ring_piece_bytes / 4 &&
+           bytes >= combine_threshold_;
   }
 
   // Sends `out` to each rank of `peers` and receives one message from each, ins[i] from
@@ -287,7 +320,7 @@ class alignas(64) shm_impl {
                 std::span<std::byte> in, combiner const* combine) {
     guarded("send to", dst, [&] {
       bool const posted = first_entry(src, recv_tag) == nullptr;
-      if (posted) posted_ = {src, recv_tag, in, call_, false, false, false, combine};
+      if (posted) posted_ = {src, recv_tag, in, call_, false, false, false, combine, false};
       bool offered = false;
       try {
         offered = post(dst, send_tag, out);
@@ -299,6 +332,140 @@ class alignas(64) shm_impl {
       }
       if (offered) finish_offer(dst, send_tag, out.size());
     });
+  }
+
+  // reduce_and_forward. dst's header goes first, while this rank holds nothing back: a rank
+  // that waits for room drains every ring, so ranks that all forward around a ring cannot end
+  // up waiting on one another. Then src's message is posted to be held in its ring, and
+  // forward_posted writes the result. A message queued before this call, or one that does not
+  // match (the receive then reports it, and the job fails with dst's message unfinished), is
+  // received and combined into `acc`, and `acc` sent from there.
+  void forward(int src, tag recv_tag, std::span<std::byte> acc, combiner const& c, int dst,
+               tag send_tag) {
+    auto const n = acc.size();
+    shm_envelope h;
+    h.tg = static_cast<std::uint32_t>(send_tag);
+    h.size = n;
+    h.call = call_;
+    auto& in = incoming_[static_cast<std::size_t>(src)];
+    struct unpost {
+      shm_posted& p;
+      shm_incoming& in;
+      ~unpost() {
+        p.source = -1;
+        p.forward = false;
+        in.held = false;
+      }
+    } reset{posted_, in};
+    bool const queued = first_entry(src, recv_tag) != nullptr;
+    // Posted before dst's header is written, so that src's message, if it comes meanwhile,
+    // lands in `acc` rather than in a queue entry; held only once the header is out.
+    if (!queued) posted_ = {src, recv_tag, acc, call_, false, false, false, &c, false};
+    write_header(dst, send_tag, h, n);
+    if (!queued) {
+      posted_.forward = true;
+      auto begun = [&] {
+        return posted_.started || posted_.done || first_entry(src, recv_tag) != nullptr;
+      };
+      if (!begun()) wait(begun, src, "recv from", recv_tag, n);
+      if (posted_.started || posted_.done) return forward_posted(src, in, acc, c, dst, send_tag);
+      posted_.source = -1;
+      take(*first_entry(src, recv_tag), src, recv_tag, acc, &c);
+    } else {
+      receive(src, recv_tag, acc, false, &c);
+    }
+    write(dst, send_tag, acc.data(), n, n);
+  }
+
+  // forward's loop once src's message has begun. While it is held in its ring, each piece that
+  // has arrived, as much as dst's ring has room for (up to ring_piece_bytes, so that both stay
+  // in the first-level cache), is combined from there with acc's bytes into dst's ring,
+  // published, and its room given back to src. When dst's ring is full the message is let go:
+  // drained and combined into `acc` like any posted receive's while this rank waits for room
+  // (so it never waits for room holding anything), and sent on from `acc` as it is combined;
+  // once all of that has gone and there is room again, it is held again. An offer is never
+  // held (it is pulled into `acc` at once).
+  void forward_posted(int src, shm_incoming& in, std::span<std::byte> acc, combiner const& c,
+                      int dst, tag send_tag) {
+    auto const n = static_cast<std::uint64_t>(acc.size());
+    auto const e = static_cast<std::uint64_t>(c.element_size);
+    auto& pb = seg_->pair(src, o_.rank);
+    auto const* from = seg_->ring(src, o_.rank);
+    auto* to = seg_->ring(o_.rank, dst);
+    auto& head = heads_[static_cast<std::size_t>(dst)];
+    auto const bytes = static_cast<std::size_t>(n);
+    // The whole elements of the held message that can be read now (its sender may have
+    // published part of one).
+    auto readable = [&] {
+      std::uint64_t avail = n - in.got;
+      if (in.header.complete == 0) {
+        auto const published = pb.head.load(std::memory_order_acquire);
+        avail = std::min(avail, published > in.tail ? published - in.tail : 0);
+      }
+      return avail / e * e;
+    };
+    // Bytes of the result in `acc` once let go: all of it at the end, else what is combined.
+    auto combined = [&] { return posted_.done ? n : in.got - in.staged; };
+    std::uint64_t sent = 0;  // bytes of the result written to dst
+    while (sent < n) {
+      if (in.held) {
+        auto const avail = readable();
+        if (avail == 0) {
+          auto arrived = [&] { return readable() > 0; };
+          wait(arrived, src, "recv from", tag{in.header.tg}, bytes);
+          continue;
+        }
+        auto const space = room(dst, e) / e * e;
+        if (space == 0) {
+          in.held = false;
+          continue;
+        }
+        // Elements never straddle either ring's wrap (reduce_and_forward): k is whole ones.
+        auto const k = std::min({avail, space, ring_ - in.tail % ring_, ring_ - head % ring_,
+                                 std::uint64_t{ring_piece_bytes}});
+        c.to(to + head % ring_, acc.data() + in.got, from + in.tail % ring_,
+             static_cast<std::size_t>(k));
+        head += k;
+        publish(dst);
+        in.got += k;
+        in.tail += k;
+        sent += k;
+        bytes_forwarded_ += k;
+        pb.tail.store(in.tail, std::memory_order_release);  // src may go on at once
+        ring_bell(src, false);
+        if (in.got == n) end_message(in);
+        continue;
+      }
+      if (posted_.lost) throw_aborted("recv from", src);
+      if (combined() > sent) {
+        auto const space = room(dst, 1);
+        if (space == 0) {
+          auto enough = [&] { return room(dst, 1) >= 1; };
+          wait_for_room(enough, dst, send_tag, bytes);
+          continue;
+        }
+        auto const m = std::min(combined() - sent, space);
+        put(dst, acc.data() + sent, static_cast<std::size_t>(m));
+        publish(dst);
+        sent += m;
+        continue;
+      }
+      // All that is combined has gone: held again if nothing is half-combined and there is room.
+      auto holdable = [&] {
+        return !posted_.done && in.staged == 0 && in.header.offer == offer_none &&
+               room(dst, e) >= e;
+      };
+      if (holdable()) {
+        in.held = true;
+        continue;
+      }
+      auto more = [&] { return combined() > sent || posted_.lost || holdable(); };
+      wait(more, src, "recv from", tag{in.header.tg}, bytes);
+    }
+    if (!posted_.done) {  // a guard: the piece or drain that completes the message ends it
+      auto done = [&] { return posted_.done; };
+      wait(done, src, "recv from", tag{in.header.tg}, bytes);
+    }
   }
 
   // ---- for hybrid_transport, which composes this engine with tcp's -------------------------
@@ -424,6 +591,8 @@ class alignas(64) shm_impl {
     // Offers kept waiting for receives that never came: copied, so that their senders' sends
     // end as an eager send's does, whether or not the message is read.
     if (!failing) try {
+        defer_ = false;
+        progress();  // offers parked in their rings too
         pull_waiting_offers();
       } catch (...) {  // the job is failing after all, and its senders learn it from the segment
       }
@@ -519,7 +688,7 @@ class alignas(64) shm_impl {
     auto const wanted = (message_start(head) - head) + payload_offset(peer, h);
     if (room(peer, wanted) < wanted) {
       auto enough = [&] { return room(peer, wanted) >= wanted; };
-      wait(enough, peer, "send to", tg, message);
+      wait_for_room(enough, peer, tg, message);
     }
     auto const at = put_header(peer, h);
     // The head before the stamp: a receiver that sees the stamp of a message that streams then
@@ -537,7 +706,7 @@ class alignas(64) shm_impl {
     while (n > 0) {
       if (room(peer, 1) < 1) {
         auto enough = [&] { return room(peer, 1) >= 1; };
-        wait(enough, peer, "send to", tg, message);
+        wait_for_room(enough, peer, tg, message);
         continue;
       }
       auto const m = std::min<std::size_t>(n, room(peer, n));
@@ -546,6 +715,20 @@ class alignas(64) shm_impl {
       n -= m;
       publish(peer);
     }
+  }
+
+  // Waits for room in the ring to `peer`, saying so in the ring's block, so that its receiver
+  // drains the ring meanwhile rather than leave a message there for its receive (parks): a
+  // send never waits for the matching receive.
+  template <class Ready>
+  void wait_for_room(Ready& enough, int peer, tag tg, std::size_t message) {
+    auto& flag = seg_->pair(o_.rank, peer).sender_waits;
+    flag.store(1, std::memory_order_relaxed);
+    struct lower {
+      std::atomic<std::uint32_t>& flag;
+      ~lower() { flag.store(0, std::memory_order_relaxed); }
+    } reset{flag};
+    wait(enough, peer, "send to", tg, message);
   }
 
   // Whether header h to `peer` needs an extension: for an offer's address, or for a call that
@@ -691,7 +874,7 @@ class alignas(64) shm_impl {
         posted_.source = -1;
         return take(*e, peer, tg, in, combine);
       }
-      posted_ = {peer, tg, in, call_, false, false, false, combine};
+      posted_ = {peer, tg, in, call_, false, false, false, combine, false};
     }
     auto ready = [&] { return posted_.done || (!posted_.started && first_entry(peer, tg)); };
     if (!ready()) wait(ready, peer, "recv from", tg, in.size());
@@ -785,7 +968,23 @@ class alignas(64) shm_impl {
       spare_.push_back(std::move(e));  // within the capacity reserved at setup: no allocation
   }
 
-  // Drains every ring to this rank as far as it has arrived; never blocks.
+  // The smallest message drain leaves in its ring until its receive is posted (parks).
+  static constexpr std::uint64_t park_bytes = 16 * 1024;
+
+  // Whether drain leaves the message whose header it has just read in its ring, to be read
+  // again once its receive is posted: one of at least park_bytes that no posted receive waits
+  // for, while its sender does not wait for room in that ring (wait_for_room) and this rank
+  // will not sleep (defer_). Queued instead, it would be copied into the queue and again into
+  // its receive: in a ring all_reduce the next step's chunk often arrives while its receiver
+  // is still in this step, and in the next block's first step while it shares this block's
+  // chunks.
+  bool parks(int s, shm_incoming const& in) const noexcept {
+    return defer_ && in.header.size >= park_bytes && !(posted_.source == s && !posted_.done) &&
+           seg_->pair(s, o_.rank).sender_waits.load(std::memory_order_relaxed) == 0;
+  }
+
+  // Drains every ring to this rank as far as it has arrived (but for the messages it parks);
+  // never blocks.
   void progress() {
     for (int s = 0; s < o_.size; ++s) drain(s);
   }
@@ -803,6 +1002,10 @@ class alignas(64) shm_impl {
         if (stamp_at(ring, ring_, at).load(std::memory_order_acquire) != (at ^ stamp_key_)) break;
         in.tail = at;
         read_header(ring, in);
+        if (parks(s, in)) {  // read again when its receive is posted
+          in.tail = at;
+          break;
+        }
         pb.tail.store(in.tail, std::memory_order_release);
         moved = true;
         begin_message(s, in);
@@ -810,7 +1013,7 @@ class alignas(64) shm_impl {
           in.entry->offered = true;  // copied by the receive that takes it (take), or now
           in.entry->offer = in.header;
           end_message(in);
-          if (!defer_offers_) pull_offer(s, *in.entry, nullptr, nullptr);
+          if (!defer_) pull_offer(s, *in.entry, nullptr, nullptr);
         } else if (in.header.offer != 0) {
           pull(s, in);
           end_message(in);
@@ -819,6 +1022,7 @@ class alignas(64) shm_impl {
         }
         continue;
       }
+      if (in.held) break;  // reduce_and_forward reads it (forward)
       // A complete message's payload is all there (written before its stamp); another's as far
       // as the head says. The sender publishes the head before a streamed header's stamp, so it
       // is never behind this tail; were it ever, nothing would be read (rather than the bytes
@@ -839,7 +1043,14 @@ class alignas(64) shm_impl {
         pb.tail.store(in.tail, std::memory_order_release);  // the sender may go on at once
       }
       moved = true;
-      if (in.got == in.header.size) end_message(in);
+      if (in.got == in.header.size) {
+        bool const posted = in.entry == nullptr;
+        end_message(in);
+        // The next message is left for the next look, by which time its receive may be
+        // posted (it then lands in place, where queued now it is copied twice); a rank that
+        // waits looks again at once.
+        if (posted) break;
+      }
     }
     if (moved) ring_bell(s, false);
   }
@@ -883,8 +1094,10 @@ class alignas(64) shm_impl {
       in.destination = posted_.in.data();
       in.combine = posted_.combine;
       in.staged = 0;
+      in.held = posted_.forward && h.offer == offer_none;  // an offer is pulled into `in`
       return;
     }
+    in.held = false;
     in.combine = nullptr;
     // An offer's entry gets room only if the offer is copied before its receive (pull_offer).
     auto e = fresh_entry(static_cast<std::size_t>(h.size), h.offer == 0);
@@ -897,6 +1110,7 @@ class alignas(64) shm_impl {
 
   void end_message(shm_incoming& in) {
     in.active = false;
+    in.held = false;
     if (in.entry != nullptr && !in.entry->offered) bytes_queued_ += in.header.size;  // streamed
     if (in.entry != nullptr)
       in.entry->complete = true;
@@ -1109,8 +1323,8 @@ class alignas(64) shm_impl {
       bool& on;
       bool const was = on;
       ~deferral() { on = was; }
-    } restore{defer_offers_};
-    defer_offers_ = false;
+    } restore{defer_};
+    defer_ = false;
     pull_waiting_offers();
     auto& me = seg_->rank(o_.rank);
     me.waiting_for.store(peer >= 0 ? peer : -1, std::memory_order_relaxed);
@@ -1406,14 +1620,16 @@ class alignas(64) shm_impl {
   std::function<void()> external_check_;  // set_external_check
   // What peers read with process_vm_readv at setup to learn whether they may.
   std::uint64_t probe_ = 0;
-  std::shared_ptr<shm_pool> pool_;    // this rank's part of the segment's pools
-  std::uint64_t sent_from_pool_ = 0;  // messages offered from pool_
-  std::uint64_t bytes_queued_ = 0;    // copied into queue entries (bytes_queued())
+  std::shared_ptr<shm_pool> pool_;     // this rank's part of the segment's pools
+  std::uint64_t sent_from_pool_ = 0;   // messages offered from pool_
+  std::uint64_t bytes_queued_ = 0;     // copied into queue entries (bytes_queued())
+  std::uint64_t bytes_forwarded_ = 0;  // combined from ring to ring (bytes_forwarded())
   std::size_t combine_threshold_ = o_.combine_threshold();  // sendrecv_reduce's, from o_
-  // Whether drain leaves an offer that no posted receive matches in its entry, uncopied, for
-  // the receive that will take it (one copy, into that receive's buffer, rather than two).
-  // Off while this rank may sleep (await), so that no sender waits on a sleeping rank.
-  bool defer_offers_ = true;
+  // Whether drain leaves a message that no posted receive matches where it is, for the receive
+  // that will take it (one copy, into that receive's buffer, rather than two): an offer in its
+  // entry, uncopied, and a large message in its ring (parks). Off while this rank may sleep
+  // (await), so that no sender waits on a sleeping rank.
+  bool defer_ = true;
   // How many looks a wait takes, a pause apart, before it starts to yield (host_cpus.hpp).
   int const paused_looks_ = looks_before_yielding(o_.size);
   // Where sendrecv_reduce's message lands a piece at a time to be combined, aligned for any

@@ -150,6 +150,9 @@ struct alignas(64) shm_pair_block {
   alignas(64) std::atomic<std::uint32_t> offer_state{0};
   // Set by the receiver at setup: it can read the sender's memory (process_vm_readv works).
   std::atomic<std::uint32_t> pull_ok{0};
+  // 1 while the sender waits for room: the receiver then leaves no message in the ring for its
+  // receive (shm_impl::parks).
+  std::atomic<std::uint32_t> sender_waits{0};
 };
 enum : std::uint32_t { offer_idle, offer_posted, offer_copying, offer_done, offer_withdrawn };
 
