@@ -409,10 +409,11 @@ class alignas(64) shm_impl {
     // What a held wait waits for: a whole element, or, where the ranks outnumber the cores,
     // up to forward_batch_bytes of the rest, so that a rank combines a few pieces per turn on
     // its core rather than one (ranks that forward around a ring each wait for the one before,
-    // and a switch per piece took 1.08-1.16x the time at P = 8, 16 and 64 MiB, processes on 2
-    // cores; waiting for a whole chunk, up to half a ring, left the ranks of the other core
-    // idle: 1.02x at 1 MiB where 64 KiB took 0.84-0.89x). Never more than half a ring, which
-    // the sender can always write while this rank holds it.
+    // and a switch per piece took 1.09-1.16x the old path's time at P = 8, 16 and 64 MiB,
+    // processes on 2 cores, in the host's slow state; waiting for a whole chunk, up to half a
+    // ring, left the ranks of the other core idle: 1.02x at 1 MiB, where 64 KiB took 0.89x:
+    // benchmark/analysis.md). Never more than half a ring, which the sender can always write
+    // while this rank holds it.
     auto batch = [&] {
       if (!batch_pieces_) return e;
       return std::max(e, std::min({n - in.got, ring_ / 2, forward_batch_bytes}) / e * e);
