@@ -449,17 +449,10 @@ class alignas(64) shm_impl {
         continue;
       }
       if (posted_.lost) throw_aborted("recv from", src);
-      if (combined() > sent) {
-        auto const space = room(dst, 1);
-        if (space == 0) {
-          auto enough = [&] { return room(dst, 1) >= 1; };
-          wait_for_room(enough, dst, send_tag, bytes);
-          continue;
-        }
-        auto const m = std::min(combined() - sent, space);
-        put(dst, acc.data() + sent, static_cast<std::size_t>(m));
-        publish(dst);
-        sent += m;
+      if (auto const ready = combined(); ready > sent) {
+        // write waits for room, draining (so combining) the rest meanwhile.
+        write(dst, send_tag, acc.data() + sent, static_cast<std::size_t>(ready - sent), bytes);
+        sent = ready;
         continue;
       }
       // All that is combined has gone: held again if nothing is half-combined and there is room.
@@ -474,10 +467,8 @@ class alignas(64) shm_impl {
       auto more = [&] { return combined() > sent || posted_.lost || holdable(); };
       wait(more, src, "recv from", tag{in.header.tg}, bytes);
     }
-    if (!posted_.done) {  // a guard: the piece or drain that completes the message ends it
-      auto done = [&] { return posted_.done; };
-      wait(done, src, "recv from", tag{in.header.tg}, bytes);
-    }
+    // All n bytes sent means the message ended: the piece or the drain that completes it ends
+    // it (end_message), so posted_.done holds here.
   }
 
   // ---- for hybrid_transport, which composes this engine with tcp's -------------------------
