@@ -114,16 +114,16 @@ BOOST_AUTO_TEST_CASE(an_abort_being_written_is_waited_for_until_the_deadline) {
 }
 
 // Unset, cross-memory attach is not used, however many ranks share the CPUs (the measurement
-// is in shm/options.hpp); the ring size is 2 MiB / P within [16 KiB, 1 MiB].
+// is in shm/options.hpp); the ring size is 4 MiB / P within [16 KiB, 1 MiB].
 BOOST_AUTO_TEST_CASE(default_copy_path_and_ring_size) {
   gcl::shm_options o;
   BOOST_TEST(!o.cross_memory_attach.has_value());
-  for (int p : {1, 2, 3, 4, 8, 16, 64, 256}) {
+  for (int p : {1, 2, 3, 4, 5, 8, 16, 64, 256, 512}) {
     o.size = p;
     BOOST_TEST(!o.uses_cross_memory_attach(), "P=" << p);
-    // Rounded down to a multiple of 128 bytes, where messages start (P = 3: 699050 -> 699008).
+    // Rounded down to a multiple of 128 bytes, where messages start (P = 5: 838860 -> 838784).
     std::size_t const want =
-        std::clamp<std::size_t>((std::size_t{2} << 20) / static_cast<std::size_t>(p), 16 * 1024,
+        std::clamp<std::size_t>((std::size_t{4} << 20) / static_cast<std::size_t>(p), 16 * 1024,
                                 1024 * 1024) /
         128 * 128;
     BOOST_TEST(o.ring_size() == want, "P=" << p);
@@ -154,7 +154,7 @@ BOOST_AUTO_TEST_CASE(options_from_the_environment) {
   BOOST_TEST(o.timeout.count() == 1500);
   BOOST_TEST((o.cross_memory_attach == false));
   BOOST_TEST(!o.uses_cross_memory_attach());
-  BOOST_TEST(o.ring_size() == 512u * 1024);  // 2 MiB / 4 ranks
+  BOOST_TEST(o.ring_size() == 1024u * 1024);  // 4 MiB / 4 ranks
   env["GCL_SHM_CMA"] = "1";
   BOOST_TEST(gcl::shm_options::from_env(get).uses_cross_memory_attach());
   env.erase("GCL_TOKEN");

@@ -67,9 +67,9 @@ class shm_transport {
   /// and 0.91 at P = 8; at 4 KiB 1.13 and 1.05, so not from there.
   ///
   /// Ring runs in blocks of 1 MiB per rank, not the default 2: each chunk of a block (1 MiB /
-  /// P) then fits its ring (2 MiB / P) whole, header included, so a sender writes it at once
-  /// and goes on while its receiver reduces it straight out of the ring
-  /// (`shm_options::combine_threshold`); a chunk as large as its ring made the sender wait, on
+  /// P) then fits its ring (4 MiB / P, `shm_options::ring_bytes`) whole, header included, so a
+  /// sender writes it at once and goes on while its receiver reduces it straight out of the
+  /// ring (`shm_options::combine_threshold`); a chunk as large as its ring made the sender wait, on
   /// every message, for the receiver to drain it, and where ranks share cores that wait is a
   /// switch. Measured on 2 cores (all_reduce, back to back, jobs interleaved, medians): at P =
   /// 2, five jobs, 0.86-0.92x the time at 1, 4, 16, 32 and 64 MiB (16 MiB 2.30 against 2.67

@@ -46,11 +46,18 @@ struct shm_options {
   /// How long a blocked call polls (yielding the core between looks) before it sleeps on its
   /// futex; also when ranks share cores (unlike tcp's), unless GCL_SPIN_US says otherwise.
   std::chrono::microseconds spin{50};
-  /// Bytes of each (sender, receiver) ring in the segment. 0: 2 MiB / size, clamped to
-  /// [16 KiB, 1 MiB] (a rank's incoming rings take about 2 MiB: 1 MiB at P = 2, 512 KiB each at
-  /// P = 4, 256 KiB at P = 8). Larger rings stream large messages faster (measured, all_reduce
-  /// of 1-16 MiB at P = 2: 1 MiB rings took 0.6x the time of 256 KiB ones). Rounded down to a
-  /// multiple of 128 bytes (`ring_size()`), where messages start.
+  /// Bytes of each (sender, receiver) ring in the segment. 0: 4 MiB / size, clamped to
+  /// [16 KiB, 1 MiB] (a rank's incoming rings take about 4 MiB, as Open MPI's shared memory
+  /// takes per process, btl_vader_segment_size: 1 MiB each at P = 2 to 4, 512 KiB at P = 8).
+  /// Larger rings stream large messages faster: all_reduce of 1-16 MiB at P = 2, 1 MiB rings
+  /// took 0.6x the time of 256 KiB ones. Since ring's scatter-reduce forwards each partial
+  /// chunk from ring to ring (`reduce_and_forward`), rings of four of a block's chunks rather
+  /// than two were faster again. Measured on 2 cores (2026-11-28, all_reduce back to back,
+  /// slowest rank's median, two rounds of five or six jobs each, alternated), the time of 4 MiB
+  /// / P rings against 2 MiB / P at 1, 4 and 16 MiB: P = 4 0.91-0.92, 0.81-0.91 and 0.95-0.96;
+  /// P = 8 0.73-0.93, 0.89-0.92 and 0.91-0.97; at 4 MiB P = 3 0.87 and P = 6 0.89; level from
+  /// 4 to 512 KiB. 1 MiB at P = 8 and 2 MiB at P = 2 were slower again (the cache's loss).
+  /// Rounded down to a multiple of 128 bytes (`ring_size()`), where messages start.
   std::size_t ring_bytes = 0;
   /// Messages of at least this size go by cross-memory attach, when it is in use
   /// (`uses_cross_memory_attach`) and the kernel allows it: the receiver copies straight from
@@ -147,7 +154,7 @@ struct shm_options {
   std::size_t ring_size() const noexcept {
     std::size_t r = ring_bytes;
     if (r == 0) {
-      r = (std::size_t{2} << 20) / static_cast<std::size_t>(size < 1 ? 1 : size);
+      r = (std::size_t{4} << 20) / static_cast<std::size_t>(size < 1 ? 1 : size);
       if (r < (std::size_t{16} << 10)) r = std::size_t{16} << 10;
       if (r > (std::size_t{1} << 20)) r = std::size_t{1} << 20;
     }
