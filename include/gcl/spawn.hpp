@@ -3,8 +3,12 @@
 /// `spawn<Transport>(n, f)`: runs `f(comm)` for n ranks on n threads of this process, the
 /// `torch.multiprocessing.spawn` of gcl. If a rank throws, every other rank is released (their
 /// blocked calls throw `errc::aborted`), all threads are joined, and the first real error is
-/// rethrown: nothing hangs.
+/// rethrown: nothing hangs. Where the threads outnumber the CPUs, rank r's thread starts on the
+/// (r mod n)-th of the n CPUs the process may use, free to move from there (GCL_SPREAD=0: left
+/// to the kernel; detail/spread_over_cpus.hpp says why).
 
+#include <atomic>
+#include <chrono>
 #include <concepts>
 #include <exception>
 #include <functional>
@@ -17,6 +21,7 @@
 #include <vector>
 
 #include "communicator.hpp"
+#include "detail/spread_over_cpus.hpp"
 #include "error.hpp"
 
 namespace gcl {
@@ -74,13 +79,33 @@ requires std::invocable < F&, communicator<Transport>
   using slot = std::conditional_t<returns, std::optional<result>, char>;
 
   typename Transport::group group(n, opts);  // validates n
+  bool const spread = detail::spread_ranks_from_env();
+  std::atomic<int> placed{0};
   std::vector<slot> results(static_cast<std::size_t>(n));
   std::mutex failure_mutex;
   std::exception_ptr first_real, first_abort;
 
   auto run_rank = [&](int rank) {
     try {
-      communicator<Transport> comm(group.connect(rank));
+      struct arrival {
+        std::atomic<int>& placed;
+        bool arrived = false;
+        void arrive() {
+          if (!std::exchange(arrived, true)) placed.fetch_add(1, std::memory_order_release);
+        }
+        ~arrival() { arrive(); }
+      } here{placed};
+      communicator<Transport> comm(group.connect(rank));  // may sleep, and wake anywhere
+      bool const moved = spread && detail::spread_over_cpus(rank, n) >= 0;
+      here.arrive();
+      // Until every rank has its place, this one yields rather than sleep in its first call:
+      // the kernel places a thread again where it wakes, often beside its waker. Every thread
+      // arrives once connect has returned or thrown; a second bounds the wait all the same (a
+      // thread that could not be started never arrives).
+      auto const until = std::chrono::steady_clock::now() + std::chrono::seconds{1};
+      while (moved && placed.load(std::memory_order_acquire) < n &&
+             std::chrono::steady_clock::now() < until)
+        std::this_thread::yield();
       if constexpr (returns)
         results[static_cast<std::size_t>(rank)].emplace(std::invoke(f, comm));
       else

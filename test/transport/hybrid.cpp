@@ -587,6 +587,18 @@ BOOST_AUTO_TEST_CASE(options_from_env) {
   bad = base;
   bad["GCL_SHM_CMA"] = "2";
   BOOST_CHECK_THROW(gcl::hybrid_options::from_env(env(bad)), gcl::usage_error);
+  bad = base;
+  bad["GCL_SPREAD"] = "2";
+  BOOST_CHECK_THROW(gcl::hybrid_options::from_env(env(bad)), gcl::usage_error);
+
+  // GCL_SPREAD reaches the shm side, under auto and under shm.
+  BOOST_TEST(!o.shm_spread_ranks.has_value());
+  auto no_spread = base;
+  no_spread["GCL_SPREAD"] = "0";
+  BOOST_TEST((gcl::hybrid_options::from_env(env(no_spread)).shm_spread_ranks == false));
+  local["GCL_TRANSPORT"] = "shm";
+  local["GCL_SPREAD"] = "0";
+  BOOST_TEST((gcl::hybrid_options::from_env(env(local)).shm_spread_ranks == false));
 }
 
 // Ranks are processes (forked after the group bound rank 0's port). A rank is killed while every

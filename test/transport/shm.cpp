@@ -187,6 +187,17 @@ BOOST_AUTO_TEST_CASE(options_from_the_environment) {
   BOOST_TEST(gcl::shm_options::from_env(get).spin.count() == 0);
   env["GCL_SPIN_US"] = "700";
   BOOST_TEST(gcl::shm_options::from_env(get).spin.count() == 700);
+  // Ranks that outnumber the CPUs start spread over them unless GCL_SPREAD=0 (or the option).
+  BOOST_TEST(!gcl::shm_options::from_env(get).spread_ranks.has_value());
+  env["GCL_SPREAD"] = "0";
+  BOOST_TEST((gcl::shm_options::from_env(get).spread_ranks == false));
+  BOOST_TEST(!gcl::shm_options::from_env(get).spreads_ranks());
+  env["GCL_SPREAD"] = "1";
+  BOOST_TEST(gcl::shm_options::from_env(get).spreads_ranks());
+  env["GCL_SPREAD"] = "on";
+  what = error_of([&] { (void)gcl::shm_options::from_env(get); });
+  BOOST_TEST(what.find("GCL_SPREAD='on'") != std::string::npos, what);
+  env.erase("GCL_SPREAD");
   gcl::shm_options no_token;
   no_token.rank = 1;
   no_token.size = 2;

@@ -185,6 +185,7 @@ class hybrid_transport {
     o.tcp.token_source = "a fork of the job's transport";
     o.tcp.local_rank = -1;
     o.tcp.local_size = 0;
+    o.shm_spread_ranks = false;  // the lane's thread stays beside its rank's
     if (!o.test_hosts.empty()) {
       o.test_hosts.clear();
       for (int m : b.members) o.test_hosts.push_back(s.o.test_hosts[static_cast<std::size_t>(m)]);
@@ -455,6 +456,7 @@ class hybrid_transport {
       so.combine_bytes = o.shm_combine_bytes;
       so.cross_memory_attach = o.shm_cross_memory_attach;
       so.pool_bytes = o.shm_pool_bytes;
+      so.spread_ranks = o.shm_spread_ranks;
       if (me >= 0) so.global_ranks = group_ranks;
       return so;
     }

@@ -249,7 +249,8 @@ class shm_transport {
     o.rank = b.rank;
     o.token = token.data();
     o.token_source = "a fork of the job's transport";
-    o.pool_bytes = 0;  // buffers come from the job's pool; the fork's segment needs none
+    o.pool_bytes = 0;        // buffers come from the job's pool; the fork's segment needs none
+    o.spread_ranks = false;  // the lane's thread stays beside its rank's
     o.global_ranks.clear();
     return shm_transport(check(o), impl_->group_state());
   }

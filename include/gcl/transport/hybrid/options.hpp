@@ -55,13 +55,15 @@ struct hybrid_options {
   /// Bytes of each rank's pool on the shm side (`shm_options::pool_bytes`, GCL_SHM_POOL_BYTES;
   /// `hybrid_transport::allocate`): the host group's first rank's value is the group's.
   std::size_t shm_pool_bytes = 0;
+  /// `shm_options::spread_ranks` of the shm side (GCL_SPREAD): unset, yes unless GCL_SPREAD=0.
+  std::optional<bool> shm_spread_ranks;
   /// For tests whose ranks are threads of one process: rank r behaves as if it ran on host
   /// `test_hosts[r]` (its host key is made from that number instead of read from the system).
   /// Empty: the real host key (transport/hybrid/host_key.hpp).
   std::vector<int> test_hosts;
 
   /// `tcp_options::from_env()` (the same variables and messages), plus GCL_TRANSPORT (auto,
-  /// tcp or shm; default auto) and shm's GCL_SHM_CMA and GCL_SHM_RING_BYTES. Under
+  /// tcp or shm; default auto) and shm's GCL_SHM_CMA, GCL_SHM_RING_BYTES and GCL_SPREAD. Under
   /// GCL_TRANSPORT=shm, as `shm_options::from_env()`: no address or port is needed, a token is.
   /// A malformed value throws `usage_error` naming the variable.
   static hybrid_options from_env() {
@@ -106,6 +108,7 @@ struct hybrid_options {
     o.shm_spin = s.spin;
     o.shm_cross_memory_attach = s.cross_memory_attach;
     o.shm_pool_bytes = s.pool_bytes;
+    o.shm_spread_ranks = s.spread_ranks;
     return o;
   }
 };

@@ -40,6 +40,7 @@
 #include "../../detail/error_text.hpp"
 #include "../../detail/fence.hpp"
 #include "../../detail/host_cpus.hpp"
+#include "../../detail/spread_over_cpus.hpp"
 #include "../../error.hpp"
 #include "futex.hpp"
 #include "options.hpp"
@@ -522,6 +523,7 @@ class alignas(64) shm_impl {
 
   void start() {
     auto const deadline = clock::now() + o_.timeout;
+    bool const spread = o_.spreads_ranks();  // before the rendezvous: GCL_SPREAD may be wrong
     shm_rendezvous rv(o_, deadline);
     auto joined = o_.rank == 0 ? rv.lead(seg_) : rv.join();
     unique_fd segment_fd(joined.segment_fd);
@@ -558,6 +560,9 @@ class alignas(64) shm_impl {
     for (int r = 0; r < o_.size; ++r)
       all = all && seg_->rank(r).light_fences.load(std::memory_order_relaxed) == 1;
     asymmetric_.store(all, std::memory_order_relaxed);
+    // Every rank polls from here on, so the kernel will hardly move one again: where they
+    // outnumber the CPUs, each starts on its share of them.
+    if (spread) spread_over_cpus(o_.rank, o_.size);
   }
 
   // Every rank has reached this point of the setup (the n-th time).

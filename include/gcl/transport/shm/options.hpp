@@ -3,8 +3,8 @@
 /// `shm_options`: who this rank is, which job it belongs to (the token names the job's
 /// rendezvous socket), how long to wait, and the sizes of the shared rings. `from_env()` reads
 /// the same environment as `tcp_options::from_env()` (GCL_RANK, GCL_WORLD_SIZE, GCL_TOKEN,
-/// GCL_TIMEOUT, GCL_SPIN_US, or a launcher's equivalents) and needs no address: every rank is
-/// on this host.
+/// GCL_TIMEOUT, GCL_SPIN_US, or a launcher's equivalents, and GCL_SPREAD) and needs no address:
+/// every rank is on this host.
 
 #include <algorithm>
 #include <cerrno>
@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "../../detail/host_cpus.hpp"
+#include "../../detail/spread_over_cpus.hpp"
 #include "../../error.hpp"
 #include "../tcp/options.hpp"
 #include "ring.hpp"
@@ -89,6 +90,15 @@ struct shm_options {
   /// this one), when this job is one host's part of a larger one (`hybrid_transport`). Empty:
   /// the ranks are named by their own numbers.
   std::vector<int> global_ranks;
+  /// Whether a job whose ranks outnumber the CPUs they may use starts rank r on the (r mod n)-th
+  /// of those n CPUs, free to move from there (a placement, not a binding: the kernel would
+  /// otherwise leave 5 + 3 ranks on 2 cores in some jobs; detail/spread_over_cpus.hpp). Unset
+  /// (the default): yes, unless GCL_SPREAD=0.
+  std::optional<bool> spread_ranks;
+  /// `spread_ranks`, or GCL_SPREAD's word (yes when unset).
+  bool spreads_ranks() const {
+    return spread_ranks.has_value() ? *spread_ranks : detail::spread_ranks_from_env();
+  }
 
   /// Whether large messages go by cross-memory attach: `cross_memory_attach` if set, else
   /// never. Measured on 2 cores (all_reduce, 64 KiB - 64 MiB, back to back, against Open MPI's
@@ -163,7 +173,8 @@ struct shm_options {
 
   /// Options from the environment, as `tcp_options::from_env` reads them (same variables, same
   /// messages for a missing or malformed one), without the address and port, plus GCL_SHM_CMA
-  /// (0 or 1) and GCL_SHM_RING_BYTES. A job of size > 1 without a token throws `usage_error`.
+  /// (0 or 1), GCL_SPREAD (0 or 1) and GCL_SHM_RING_BYTES. A job of size > 1 without a token
+  /// throws `usage_error`.
   static shm_options from_env() {
     return from_env([](char const* n) { return std::getenv(n); });
   }
@@ -201,6 +212,8 @@ struct shm_options {
                           "' is not 0 or 1");
       o.cross_memory_attach = s == "1";
     }
+    if (char const* v = get("GCL_SPREAD"); v != nullptr && *v != '\0')
+      o.spread_ranks = detail::spread_ranks_from(v);
     if (char const* v = get("GCL_SHM_RING_BYTES"); v != nullptr && *v != '\0')
       o.ring_bytes =
           parse_bytes("GCL_SHM_RING_BYTES", v, std::size_t{4} << 10, std::size_t{1} << 30);
