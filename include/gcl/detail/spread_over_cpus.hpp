@@ -7,9 +7,10 @@
 // moves one again (no CPU goes idle to pull work). Eight ranks on two cores then run 4 + 4 in
 // some jobs and 5 + 3 in others for their whole life, and a call takes as many turns as the
 // busier core has ranks. Measured at P = 8 on 2 cores (all_reduce of 4 B back to back, the
-// slowest rank's median, eight jobs each, 2026-11-28): over shm, 11.7-18.5 us left to the
-// kernel, 11.7-12.1 spread; on threads, 7.5-14.2 against 7.7-9.8. `perf sched timehist` of a
-// slow job showed one core turning through five ranks, the other through three.
+// slowest rank's median, GCL_SPREAD=0 and 1 alternated, 2026-11-28): over shm, six jobs each,
+// 11.7-15.8 us left to the kernel, 11.8-12.3 spread; on threads (spawn), eight jobs each,
+// 7.4-9.6 against 7.5-7.7. `perf sched timehist` of a slow job showed one core turning through
+// five ranks, the other through three (benchmark/analysis.md).
 //
 // A placement, not a binding: the thread's allowed CPUs are given back at once, so the kernel
 // may still move it when other work needs the core (Open MPI binds nothing when ranks
