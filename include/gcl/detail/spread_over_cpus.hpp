@@ -18,26 +18,19 @@
 
 #include <cstddef>
 #include <cstdlib>
-#include <string>
-#include <string_view>
 
 #if defined(__linux__)
 #include <sched.h>
 #endif
 
-#include "../error.hpp"
+#include "env_flag.hpp"
 
 namespace gcl::detail {
 
 // GCL_SPREAD's value (or `v`, for tests): true when unset, empty or "1", false for "0";
 // anything else throws usage_error naming it.
 inline bool spread_ranks_from(char const* v) {
-  if (v == nullptr || *v == '\0') return true;
-  std::string_view s(v);
-  if (s != "0" && s != "1")
-    throw usage_error("gcl: environment variable GCL_SPREAD='" + std::string(s) +
-                      "' is not 0 or 1");
-  return s == "1";
+  return v == nullptr || *v == '\0' || env_flag("GCL_SPREAD", v);
 }
 
 inline bool spread_ranks_from_env() {

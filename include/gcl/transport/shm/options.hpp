@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "../../detail/env_flag.hpp"
 #include "../../detail/host_cpus.hpp"
 #include "../../detail/spread_over_cpus.hpp"
 #include "../../error.hpp"
@@ -205,13 +206,8 @@ struct shm_options {
     // 4 B all_reduce takes 3-5x less time polling 50 us than sleeping at once. GCL_SPIN_US decides
     // when set.
     if (char const* v = get("GCL_SPIN_US"); v != nullptr && *v != '\0') o.spin = t.spin;
-    if (char const* v = get("GCL_SHM_CMA"); v != nullptr && *v != '\0') {
-      std::string_view s(v);
-      if (s != "0" && s != "1")
-        throw usage_error("gcl: environment variable GCL_SHM_CMA='" + std::string(s) +
-                          "' is not 0 or 1");
-      o.cross_memory_attach = s == "1";
-    }
+    if (char const* v = get("GCL_SHM_CMA"); v != nullptr && *v != '\0')
+      o.cross_memory_attach = detail::env_flag("GCL_SHM_CMA", v);
     if (char const* v = get("GCL_SPREAD"); v != nullptr && *v != '\0')
       o.spread_ranks = detail::spread_ranks_from(v);
     if (char const* v = get("GCL_SHM_RING_BYTES"); v != nullptr && *v != '\0')
