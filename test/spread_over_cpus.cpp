@@ -1,9 +1,11 @@
 #define BOOST_TEST_MODULE spread_over_cpus
+#include <boost/test/data/test_case.hpp>
 #include <boost/test/unit_test.hpp>
 
-// Ranks that outnumber the CPUs start spread over them (detail/spread_over_cpus.hpp): the
-// choice of CPU, the off switch, and that it is a placement and never a binding (each rank's
-// thread may run on every CPU it could before), through spawn and through shm's setup.
+// Ranks that outnumber the CPUs start spread over them, and ranks that do not start on CPUs of
+// their own (detail/spread_over_cpus.hpp): the choice of CPU, the off switch, and that it is a
+// placement and never a binding (each rank's thread may run on every CPU it could before),
+// through spawn and through shm's setup.
 
 #include <sched.h>
 #include <stdlib.h>
@@ -83,7 +85,7 @@ BOOST_AUTO_TEST_CASE(rank_i_starts_on_the_i_mod_n_th_allowed_cpu_and_stays_free)
         auto after = allowed_cpus();
         BOOST_TEST(CPU_EQUAL(&after, &before), "rank " << i << " of " << count << " was bound");
       });
-  // No more ranks than CPUs: the kernel spreads them itself; nothing is done.
+  // No more ranks than CPUs: nothing is done here (move_apart keeps those apart).
   for (int count : {1, n})
     on_a_thread([&] {
       BOOST_TEST(gcl::detail::spread_over_cpus(count - 1, count) == -1);
@@ -102,12 +104,62 @@ BOOST_AUTO_TEST_CASE(rank_i_starts_on_the_i_mod_n_th_allowed_cpu_and_stays_free)
   });
 }
 
-// More rank threads than CPUs, through spawn (inproc) and through shm's own setup (a group of
-// threads, each with the transport a process would have): every rank computes the right sum,
-// and its thread may still run on every CPU the process may.
-BOOST_AUTO_TEST_CASE(spawned_and_shm_ranks_are_placed_not_bound) {
+// No more ranks than CPUs: the lowest rank on a CPU stays, the others on it take, in rank order,
+// the CPUs no rank is on; with none left, or where is unknown, or one CPU allowed, they stay.
+BOOST_AUTO_TEST_CASE(ranks_that_share_a_cpu_move_apart_to_free_ones) {
+  using gcl::detail::cpu_apart;
+  auto apart = [](std::vector<int> where, std::vector<int> allowed) {
+    std::vector<int> to;
+    for (int r = 0; r < static_cast<int>(where.size()); ++r)
+      to.push_back(cpu_apart(r, where, allowed));
+    return to;
+  };
+  using v = std::vector<int>;
+  BOOST_TEST(apart({0, 0}, {0, 1}) == v({-1, 1}), boost::test_tools::per_element());
+  BOOST_TEST(apart({1, 1}, {0, 1}) == v({-1, 0}), boost::test_tools::per_element());
+  BOOST_TEST(apart({0, 1}, {0, 1}) == v({-1, -1}), boost::test_tools::per_element());
+  BOOST_TEST(apart({3, 3, 3, 5}, {2, 3, 4, 5, 6}) == v({-1, 2, 4, -1}),
+             boost::test_tools::per_element());
+  BOOST_TEST(apart({1, 2, 1, 2}, {0, 1, 2, 3}) == v({-1, -1, 0, 3}),
+             boost::test_tools::per_element());
+  // A CPU outside the allowed ones (the mask changed meanwhile) is a CPU like another.
+  BOOST_TEST(apart({7, 7}, {0, 1}) == v({-1, 0}), boost::test_tools::per_element());
+  // No free CPU left: the third stays where it is.
+  BOOST_TEST(apart({0, 1, 1}, {0, 1}) == v({-1, -1, -1}), boost::test_tools::per_element());
+  BOOST_TEST(apart({0, 0, 0}, {0, 1}) == v({-1, 1, -1}), boost::test_tools::per_element());
+  // Unknown CPUs (-1) share nothing.
+  BOOST_TEST(apart({-1, -1}, {0, 1}) == v({-1, -1}), boost::test_tools::per_element());
+  // A rank bound to one CPU stays.
+  BOOST_TEST(apart({0, 0}, {0}) == v({-1, -1}), boost::test_tools::per_element());
+  BOOST_TEST(cpu_apart(2, std::vector<int>{0, 0}, std::vector<int>{0, 1}) == -1);
+}
+
+// A thread that moves apart lands on the CPU cpu_apart named and keeps every CPU it had.
+BOOST_AUTO_TEST_CASE(moving_apart_is_a_placement) {
+  auto const before = allowed_cpus();
+  auto const cpus = cpu_list(before);
+  if (cpus.size() < 2) {
+    BOOST_TEST_MESSAGE("one CPU: nowhere to move");
+    return;
+  }
+  on_a_thread([&] {
+    // Both "ranks" on the first CPU: rank 1 moves to the second.
+    std::vector<int> where{cpus[0], cpus[0]};
+    BOOST_TEST(gcl::detail::move_apart(0, where) == -1);
+    BOOST_TEST(gcl::detail::move_apart(1, where) == cpus[1]);
+    auto after = allowed_cpus();
+    BOOST_TEST(CPU_EQUAL(&after, &before), "the thread was left bound");
+  });
+}
+
+// More rank threads than CPUs, and as many, through spawn (inproc) and through shm's own setup
+// (a group of threads, each with the transport a process would have): every rank computes the
+// right sum, and its thread may still run on every CPU the process may.
+BOOST_DATA_TEST_CASE(spawned_and_shm_ranks_are_placed_not_bound,
+                     boost::unit_test::data::make({0, 1}), crowded) {
   auto const process = allowed_cpus();
-  int const p = 2 * static_cast<int>(cpu_list(process).size()) + 1;
+  auto const cpus = static_cast<int>(cpu_list(process).size());
+  int const p = crowded ? 2 * cpus + 1 : cpus;
   // Boost.Test's assertions are for one thread at a time: the ranks write down what they saw.
   std::mutex m;
   std::vector<int> bound, wrong;

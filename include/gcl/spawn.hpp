@@ -4,8 +4,9 @@
 /// `torch.multiprocessing.spawn` of gcl. If a rank throws, every other rank is released (their
 /// blocked calls throw `errc::aborted`), all threads are joined, and the first real error is
 /// rethrown: nothing hangs. Where the threads outnumber the CPUs, rank r's thread starts on the
-/// (r mod n)-th of the n CPUs the process may use, free to move from there (GCL_SPREAD=0: left
-/// to the kernel; detail/spread_over_cpus.hpp says why).
+/// (r mod n)-th of the n CPUs the process may use; where they do not, no two start on one CPU.
+/// Either way each is free to move from there (GCL_SPREAD=0: left to the kernel;
+/// detail/spread_over_cpus.hpp says why).
 
 #include <atomic>
 #include <chrono>
@@ -80,6 +81,10 @@ requires std::invocable < F&, communicator<Transport>
 
   typename Transport::group group(n, opts);  // validates n
   bool const spread = detail::spread_ranks_from_env();
+  // More ranks than CPUs: each moves to its share of them. No more: each writes down its CPU,
+  // and those that find a lower rank on theirs move apart (detail/spread_over_cpus.hpp).
+  bool const crowded = spread && static_cast<std::size_t>(n) > detail::allowed_cpus().size();
+  std::vector<int> where(static_cast<std::size_t>(n), -1);
   std::atomic<int> placed{0};
   std::vector<slot> results(static_cast<std::size_t>(n));
   std::mutex failure_mutex;
@@ -96,16 +101,22 @@ requires std::invocable < F&, communicator<Transport>
         ~arrival() { arrive(); }
       } here{placed};
       communicator<Transport> comm(group.connect(rank));  // may sleep, and wake anywhere
-      bool const moved = spread && detail::spread_over_cpus(rank, n) >= 0;
+      if (crowded)
+        detail::spread_over_cpus(rank, n);
+      else if (spread)
+        where[static_cast<std::size_t>(rank)] = detail::current_cpu();
       here.arrive();
       // Until every rank has its place, this one yields rather than sleep in its first call:
       // the kernel places a thread again where it wakes, often beside its waker. Every thread
       // arrives once connect has returned or thrown; a second bounds the wait all the same (a
       // thread that could not be started never arrives).
       auto const until = std::chrono::steady_clock::now() + std::chrono::seconds{1};
-      while (moved && placed.load(std::memory_order_acquire) < n &&
+      while (spread && placed.load(std::memory_order_acquire) < n &&
              std::chrono::steady_clock::now() < until)
         std::this_thread::yield();
+      // `where` is whole once every rank has arrived (each wrote its entry before).
+      if (spread && !crowded && placed.load(std::memory_order_acquire) == n)
+        detail::move_apart(rank, where);
       if constexpr (returns)
         results[static_cast<std::size_t>(rank)].emplace(std::invoke(f, comm));
       else

@@ -553,6 +553,7 @@ class alignas(64) shm_impl {
     // once, straight from their buffers (the kernel may forbid it: ptrace rules, seccomp).
     for (int s = 0; s < o_.size; ++s)
       seg_->pair(s, o_.rank).pull_ok.store(can_read(s) ? 1 : 0, std::memory_order_relaxed);
+    me.start_cpu.store(current_cpu(), std::memory_order_relaxed);
     barrier(2, deadline);
     // Only now, and only if every rank registered: until every rank has left the setup's
     // waits, which used full fences, no rank's light fence may pair with another's full one.
@@ -561,8 +562,15 @@ class alignas(64) shm_impl {
       all = all && seg_->rank(r).light_fences.load(std::memory_order_relaxed) == 1;
     asymmetric_.store(all, std::memory_order_relaxed);
     // Every rank polls from here on, so the kernel will hardly move one again: where they
-    // outnumber the CPUs, each starts on its share of them.
-    if (spread) spread_over_cpus(o_.rank, o_.size);
+    // outnumber the CPUs, each starts on its share of them; where they do not, a rank that
+    // shares its CPU with a lower one moves to a CPU none of them is on.
+    if (spread && spread_over_cpus(o_.rank, o_.size) < 0) {
+      std::vector<int> where(static_cast<std::size_t>(o_.size));
+      for (int r = 0; r < o_.size; ++r)
+        where[static_cast<std::size_t>(r)] =
+            seg_->rank(r).start_cpu.load(std::memory_order_relaxed);
+      move_apart(o_.rank, where);
+    }
   }
 
   // Every rank has reached this point of the setup (the n-th time).

@@ -47,7 +47,8 @@ static_assert(std::atomic<std::int32_t>::is_always_lock_free);
 
 inline constexpr std::uint64_t shm_magic = 0x67636c2d73686d31ull;  // "gcl-shm1"
 // 7: 32-byte headers, the call named once per ring (shm_message_extension)
-inline constexpr std::uint32_t shm_version = 7;
+// 8: each rank's CPU at setup (shm_rank_block::start_cpu)
+inline constexpr std::uint32_t shm_version = 8;
 
 // A call_info kept as words, so that another rank reads it without a data race (timeout
 // reports read it while its owner may write it), under a sequence counter.
@@ -135,7 +136,8 @@ struct alignas(64) shm_rank_block {
   // 1: registered for membarrier's global commands (detail/fence.hpp); when every rank is, a
   // waker's fence is the sleeper's to pay.
   std::atomic<std::uint32_t> light_fences{0};
-  std::atomic<std::uint32_t> ended{0};  // its transport is gone (its job is over)
+  std::atomic<std::int32_t> start_cpu{-1};  // where it ran during setup (-1: unknown)
+  std::atomic<std::uint32_t> ended{0};      // its transport is gone (its job is over)
   std::atomic<std::uint32_t> in_call{0};
   std::atomic<std::int32_t> waiting_for{-1};
   std::atomic<std::uint64_t> started{0};  // its last collective begun
