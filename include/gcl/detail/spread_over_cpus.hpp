@@ -14,11 +14,12 @@
 // five ranks, the other through three (benchmark/analysis.md).
 //
 // Ranks no more than the CPUs fare the same when two start on one CPU, even with the other
-// idle: at P = 2 on 2 cores, 4 B, 2 of 30 spawn jobs and 4 of 30 shm jobs ran both ranks on one
-// core for their whole life, 3.5-4.4 us a call against 0.15-0.19 (2026-11-29). So a rank that
-// finds a lower rank on its CPU moves to one that no rank of its job is on (cpu_apart); ranks
-// alone on their CPU stay where the kernel put them, so that jobs side by side on a large
-// machine are not all crowded onto its first CPUs.
+// idle: at P = 2 on 2 cores, 4 B, GCL_SPREAD=0 and 1 alternated, 40 jobs each (2026-11-29),
+// left to the kernel 2 spawn jobs and 6 shm jobs ran both ranks on one core for their whole
+// life, 3.7-4.4 us a call against 0.15-0.16; with this, 0 and 1. So a rank that finds a lower
+// rank on its CPU moves to one that no rank of its job is on (cpu_apart); ranks alone on their
+// CPU stay where the kernel put them, so that jobs side by side on a large machine are not all
+// crowded onto its first CPUs.
 //
 // A placement, not a binding: the thread's allowed CPUs are given back at once, so the kernel
 // may still move it when other work needs the core (Open MPI binds nothing when ranks
