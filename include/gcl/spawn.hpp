@@ -83,7 +83,7 @@ requires std::invocable < F&, communicator<Transport>
   bool const spread = detail::spread_ranks_from_env();
   // More ranks than CPUs: each moves to its share of them. No more: each writes down its CPU,
   // and those that find a lower rank on theirs move apart (detail/spread_over_cpus.hpp).
-  bool const crowded = spread && static_cast<std::size_t>(n) > detail::allowed_cpus().size();
+  bool const crowded = spread && detail::ranks_outnumber_allowed_cpus(n);
   std::vector<int> where(static_cast<std::size_t>(n), -1);
   std::atomic<int> placed{0};
   std::vector<slot> results(static_cast<std::size_t>(n));

@@ -94,6 +94,15 @@ inline bool move_to_cpu(int cpu) noexcept {
 #endif
 }
 
+// Whether `count` ranks outnumber the CPUs the calling thread may run on: the one test that
+// picks spread_over_cpus (yes) or move_apart (no) for a job's ranks.
+inline bool ranks_outnumber_allowed_cpus(int count, std::size_t allowed) noexcept {
+  return count > 0 && static_cast<std::size_t>(count) > allowed;
+}
+inline bool ranks_outnumber_allowed_cpus(int count) {
+  return ranks_outnumber_allowed_cpus(count, allowed_cpus().size());
+}
+
 // When `count` ranks share the CPUs the calling thread may run on and outnumber them, moves the
 // thread to the (index mod n)-th of those n CPUs, and gives it back all n. Returns the CPU it
 // moved to, or -1 when it did nothing: ranks no more than the CPUs (see move_apart), a single
@@ -101,7 +110,7 @@ inline bool move_to_cpu(int cpu) noexcept {
 inline int spread_over_cpus(int index, int count) {
   auto const cpus = allowed_cpus();
   auto const n = static_cast<int>(cpus.size());
-  if (n < 2 || count <= n || index < 0) return -1;
+  if (n < 2 || !ranks_outnumber_allowed_cpus(count, cpus.size()) || index < 0) return -1;
   int const cpu = cpus[static_cast<std::size_t>(index % n)];
   return move_to_cpu(cpu) ? cpu : -1;
 }

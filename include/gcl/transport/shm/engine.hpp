@@ -564,7 +564,9 @@ class alignas(64) shm_impl {
     // Every rank polls from here on, so the kernel will hardly move one again: where they
     // outnumber the CPUs, each starts on its share of them; where they do not, a rank that
     // shares its CPU with a lower one moves to a CPU none of them is on.
-    if (spread && spread_over_cpus(o_.rank, o_.size) < 0) {
+    if (spread && ranks_outnumber_allowed_cpus(o_.size)) {
+      spread_over_cpus(o_.rank, o_.size);
+    } else if (spread) {
       std::vector<int> where(static_cast<std::size_t>(o_.size));
       for (int r = 0; r < o_.size; ++r)
         where[static_cast<std::size_t>(r)] =
