@@ -40,6 +40,7 @@
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -128,6 +129,15 @@ BOOST_AUTO_TEST_CASE(default_copy_path_and_ring_size) {
         128 * 128;
     BOOST_TEST(o.ring_size() == want, "P=" << p);
   }
+  // Small messages go round the start of each lap only where ranks share cores.
+  for (int p : {1, 2, 3, 4, 5, 8, 16, 64}) {
+    o.size = p;
+    BOOST_TEST(o.rewind_window() == (gcl::detail::ranks_outnumber_cpus(p) ? 8192u : 0u), "P=" << p);
+  }
+  o.rewind_bytes = 0;
+  BOOST_TEST(o.rewind_window() == 0u);
+  o.rewind_bytes = 1000;
+  BOOST_TEST(o.rewind_window() == 1000u);
   o.size = 1000;
   o.cross_memory_attach = false;
   BOOST_TEST(!o.uses_cross_memory_attach());
@@ -179,6 +189,18 @@ BOOST_AUTO_TEST_CASE(options_from_the_environment) {
                what);
   }
   env.erase("GCL_SHM_RING_BYTES");
+  BOOST_TEST(!gcl::shm_options::from_env(get).rewind_bytes.has_value());
+  env["GCL_SHM_REWIND_BYTES"] = "0";
+  BOOST_TEST((gcl::shm_options::from_env(get).rewind_bytes == std::size_t{0}));
+  env["GCL_SHM_REWIND_BYTES"] = "16K";
+  BOOST_TEST(gcl::shm_options::from_env(get).rewind_window() == 16384u);
+  for (char const* bad : {"2G", "8x", "-1"}) {
+    env["GCL_SHM_REWIND_BYTES"] = bad;
+    what = error_of([&] { (void)gcl::shm_options::from_env(get); });
+    BOOST_TEST(what.find("GCL_SHM_REWIND_BYTES='" + std::string(bad) + "'") != std::string::npos,
+               what);
+  }
+  env.erase("GCL_SHM_REWIND_BYTES");
   // Ranks that outnumber the cores still poll before they sleep (tcp would not): yielding lets
   // the ranks that share a core take turns. GCL_SPIN_US decides when set.
   env["LOCAL_WORLD_SIZE"] = "4096";
@@ -569,6 +591,70 @@ BOOST_AUTO_TEST_CASE(a_stamped_header_is_read_no_further_than_its_published_head
                "rank " << r << ": " << wrong[static_cast<std::size_t>(r)]);
 }
 
+// Small messages go round the first bytes of each lap of their ring (shm_options::rewind_bytes):
+// rank 0 sends rank 1 a message of `bytes` and rank 1 answers it, 300 times, through rings of
+// 8 KiB with a window of 1 KiB. Messages of 4 bytes (a line pair each in the stream) then start
+// only in the first 1152 bytes of a lap and take a new lap every ninth message: the ring's head
+// ends more than 30 laps on, its offset in the lap within the window. Without the window, and
+// for messages over 1 KiB, every message follows the last: the head is exactly the messages'
+// bytes. Every message arrives whole either way.
+BOOST_AUTO_TEST_CASE(small_messages_go_round_the_start_of_each_lap) {
+  namespace d = gcl::detail;
+  constexpr std::size_t ring = 8192;
+  constexpr int rounds = 300;
+  struct outcome {
+    std::string wrong;
+    std::uint64_t head = 0;  // of the ring from rank 0 to rank 1
+  };
+  auto run = [&](std::optional<std::size_t> window, std::size_t bytes) {
+    auto o = with(10s, false, ring);
+    o.rewind_bytes = window;
+    auto out = gcl::spawn<gcl::shm_transport>(
+        2,
+        [&](auto& comm) {
+          outcome r;
+          int const me = comm.rank(), peer = 1 - me;
+          std::vector<std::byte> in(bytes);
+          for (int k = 0; k < rounds && r.wrong.empty(); ++k) {
+            if (me == 0) comm.send(1, pattern(0, 1, 5, k, bytes), gcl::tag(5));
+            comm.recv(peer, in, gcl::tag(5));
+            if (in != pattern(peer, me, 5, k, bytes))
+              r.wrong = "message " + std::to_string(k) + " of " + std::to_string(bytes) + " bytes";
+            if (me == 1) comm.send(0, pattern(1, 0, 5, k, bytes), gcl::tag(5));
+          }
+          gcl::barrier(comm);
+          if (me == 0) {
+            auto* base = the_mapped_segment();
+            if (base == nullptr) return outcome{"not one mapping of the segment", 0};
+            r.head = reinterpret_cast<d::shm_pair_block const*>(
+                         base + d::shm_segment::pair_offset(0, 1, 2, ring))
+                         ->head.load(std::memory_order_acquire);
+          }
+          return r;
+        },
+        o);
+    for (int r = 0; r < 2; ++r)
+      BOOST_TEST(out[static_cast<std::size_t>(r)].wrong.empty(),
+                 "rank " << r << ": " << out[static_cast<std::size_t>(r)].wrong);
+    return out[0].head;
+  };
+  // A 4-byte message with its 32-byte header takes one line pair of the stream; the barrier
+  // adds at most one more message from rank 0 to rank 1.
+  auto const rewound = run(std::size_t{1024}, 4);
+  BOOST_TEST(rewound / ring > 30u, "head " << rewound);
+  BOOST_TEST(rewound % ring < 1024u + 128u, "head " << rewound);
+  auto const straight = run(std::size_t{0}, 4);
+  BOOST_TEST(straight <= (rounds + 2) * 128u, "head " << straight);
+  BOOST_TEST(straight >= (rounds - 1) * 128u, "head " << straight);
+  // A window of one byte: every small message after which the rest of the lap is free to skip
+  // (here every other one) ends its lap.
+  auto const every = run(std::size_t{1}, 4);
+  BOOST_TEST(every / ring > 100u, "head " << every);
+  // Over 1 KiB: never rewound, whatever the window.
+  auto const large = run(std::size_t{1024}, 1100);
+  BOOST_TEST(large < (rounds + 2) * 1280u, "head " << large);
+}
+
 // A header carries the sequence of its sender's call, and the rest of the call only in an
 // extension when that differs from the last call named on the ring: rank 0's ring to rank 1,
 // after four 4-byte all_reduces (direct: one message each way per call) and then one of
@@ -615,7 +701,8 @@ BOOST_AUTO_TEST_CASE(a_collective_called_in_a_loop_names_its_call_once_per_ring)
           if (h.size == sizeof(int) && payload != header)
             return "a 4-byte payload at " + std::to_string(payload) + ", after a header of " +
                    std::to_string(header) + " bytes";
-          at = d::round_to_line_pair(at + payload + h.size);
+          at = h.rewinds != 0 ? d::round_up(at + payload + h.size, ring)
+                              : d::round_to_line_pair(at + payload + h.size);
         }
         return extended == "x---xxx-" ? std::string{}
                                       : "headers (x: extended) " + extended + ", not x---xxx-";

@@ -124,7 +124,8 @@ void threads_copied_once(int p) {
 }
 
 // No cross-memory attach and a ring smaller than the large messages: every message streams
-// through the rings, a large one a ring's worth at a time as its receiver drains it. Over the
+// through the rings, a large one a ring's worth at a time as its receiver drains it, and small
+// ones go round the first KiB of each lap (shm_options::rewind_bytes) between them. Over the
 // algorithms whose traffic differs most: a whole buffer to one peer (tree), pieces around a
 // ring with sendrecv (ring), every rank to every rank at once (direct), and both sides of a
 // pair sending a whole buffer to each other (recursive_doubling).
@@ -135,6 +136,7 @@ void threads_streamed(int p) {
   auto o = scaled();
   o.cross_memory_attach = false;
   o.ring_bytes = ring_bytes;
+  o.rewind_bytes = 1024;
   auto got = gcl::spawn<gcl::shm_transport>(
       p, [&](auto& comm) { return run_all(comm, large, some); }, o);
   BOOST_TEST(got[0].size() > 50u);
@@ -181,12 +183,13 @@ void threads_forwarded(int p) {
 
 // Ranks are processes forked from this test; large messages are copied with process_vm_readv
 // where the kernel allows it (the log says which), else streamed through a ring smaller than
-// them. The job leaves /dev/shm as it was.
+// them, and small ones go round the first 2 KiB of each lap. The job leaves /dev/shm as it was.
 void processes(int p) {
   auto const before = gcl_test::dev_shm_names();
   auto const& want = reference(p);
   auto o = scaled();
   o.ring_bytes = ring_bytes;
+  o.rewind_bytes = 2048;
   bool once = true;
   auto outcomes = gcl_test::run_job(p, o, [&](auto& comm) {
     if (comm.size() > 1) once = comm.transport().copies_once_from((comm.rank() + 1) % comm.size());

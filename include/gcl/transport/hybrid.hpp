@@ -455,6 +455,7 @@ class hybrid_transport {
       so.offer_bytes = o.shm_offer_bytes;
       so.combine_bytes = o.shm_combine_bytes;
       so.cross_memory_attach = o.shm_cross_memory_attach;
+      so.rewind_bytes = o.shm_rewind_bytes;
       so.pool_bytes = o.shm_pool_bytes;
       so.spread_ranks = o.shm_spread_ranks;
       if (me >= 0) so.global_ranks = group_ranks;

@@ -52,6 +52,9 @@ struct hybrid_options {
   std::chrono::microseconds shm_spin = shm_options{}.spin;
   /// `shm_options::cross_memory_attach` of the shm side (GCL_SHM_CMA): unset, not used.
   std::optional<bool> shm_cross_memory_attach;
+  /// `shm_options::rewind_bytes` of the shm side (GCL_SHM_REWIND_BYTES): unset, its default
+  /// for the host's ranks.
+  std::optional<std::size_t> shm_rewind_bytes;
   /// Bytes of each rank's pool on the shm side (`shm_options::pool_bytes`, GCL_SHM_POOL_BYTES;
   /// `hybrid_transport::allocate`): the host group's first rank's value is the group's.
   std::size_t shm_pool_bytes = 0;
@@ -63,9 +66,9 @@ struct hybrid_options {
   std::vector<int> test_hosts;
 
   /// `tcp_options::from_env()` (the same variables and messages), plus GCL_TRANSPORT (auto,
-  /// tcp or shm; default auto) and shm's GCL_SHM_CMA, GCL_SHM_RING_BYTES and GCL_SPREAD. Under
-  /// GCL_TRANSPORT=shm, as `shm_options::from_env()`: no address or port is needed, a token is.
-  /// A malformed value throws `usage_error` naming the variable.
+  /// tcp or shm; default auto) and shm's GCL_SHM_CMA, GCL_SHM_RING_BYTES, GCL_SHM_REWIND_BYTES
+  /// and GCL_SPREAD. Under GCL_TRANSPORT=shm, as `shm_options::from_env()`: no address or port
+  /// is needed, a token is. A malformed value throws `usage_error` naming the variable.
   static hybrid_options from_env() {
     return from_env([](char const* n) { return std::getenv(n); });
   }
@@ -107,6 +110,7 @@ struct hybrid_options {
     o.shm_ring_bytes = s.ring_bytes;
     o.shm_spin = s.spin;
     o.shm_cross_memory_attach = s.cross_memory_attach;
+    o.shm_rewind_bytes = s.rewind_bytes;
     o.shm_pool_bytes = s.pool_bytes;
     o.shm_spread_ranks = s.spread_ranks;
     return o;

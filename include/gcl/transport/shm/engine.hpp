@@ -75,7 +75,8 @@ struct shm_group_state {
 // last call named on the ring and the header's sequence.
 struct shm_envelope {
   std::uint32_t tg = 0;
-  std::uint16_t offer = 0;
+  std::uint8_t offer = 0;
+  std::uint8_t rewinds = 0;  // shm_message::rewinds
   std::uint8_t complete = 0;
   std::uint64_t size = 0;
   std::uint64_t address = 0;
@@ -687,16 +688,43 @@ class alignas(64) shm_impl {
 
   // A message whose header and payload both fit the ring's room now: written, stamped complete,
   // then published, so the receiver takes all of it at its first look, reading no line but
-  // the message's. False, having written nothing, when there is not room.
+  // the message's. False, having written nothing, when there is not room. A small one may send
+  // the next message to the start of the ring's next lap (rewinds_after).
   bool write_at_once(int peer, shm_envelope h, std::span<std::byte const> out) {
     auto& head = heads_[static_cast<std::size_t>(peer)];
-    auto const n = (message_start(head) - head) + payload_offset(peer, h) + out.size();
+    auto const before = head;
+    auto const end = message_start(head) + payload_offset(peer, h) + out.size();
+    auto const n = end - before;
     if (room(peer, n) < n) return false;
     h.complete = 1;
+    h.rewinds = out.size() <= rewind_payload_max && rewinds_after(peer, before, end) ? 1 : 0;
     auto const at = put_header(peer, h, out);
     stamp(peer, at);
+    if (h.rewinds != 0) head = round_up(end, ring_);  // the rest of this lap is never written
     publish(peer);
     return true;
+  }
+
+  // Whether a small message written from stream position `before` to `end` of the ring to
+  // `peer` sends the next one to the start of the ring's next lap: once `end` lies
+  // rewind_window_ or more into its lap, if the room left after the skip would still be half
+  // the window. Small messages then go round the window's lines, which stay in the caches,
+  // rather than the whole ring, whose lines are cold by the time a small message comes round
+  // again where many rings share a core's caches (shm_options::rewind_bytes). The receiver
+  // reads the `rewinds` of the header and skips the same bytes (end_message). The tail is read
+  // again only when the message crosses a multiple of half the window: where the receiver lags
+  // behind, not at every message.
+  bool rewinds_after(int peer, std::uint64_t before, std::uint64_t end) {
+    if (rewind_window_ == 0) return false;
+    auto const half = std::max<std::uint64_t>(rewind_window_ / 2, 1);
+    auto const into_lap = end % ring_;
+    if (into_lap < rewind_window_) return false;
+    auto& seen = tails_seen_[static_cast<std::size_t>(peer)];
+    // The room after the skip: ring_ - (round_up(end, ring_) - seen) = into_lap - (end - seen).
+    auto room_left = [&] { return end - seen + half <= into_lap; };
+    if (!room_left() && (before % ring_) / half != into_lap / half)
+      seen = seg_->pair(o_.rank, peer).tail.load(std::memory_order_acquire);
+    return room_left();
   }
 
   // Writes header h where the next message starts, stamped and published, once the ring has
@@ -777,6 +805,7 @@ class alignas(64) shm_impl {
     shm_message m;
     m.tg = h.tg;
     m.offer = h.offer;
+    m.rewinds = h.rewinds;
     m.complete = h.complete;
     m.extended = extended(peer, h) ? 1 : 0;
     m.size = h.size;
@@ -1082,6 +1111,7 @@ class alignas(64) shm_impl {
     auto& h = in.header;
     h.tg = m.tg;
     h.offer = m.offer;
+    h.rewinds = m.rewinds;
     h.complete = m.complete;
     h.size = m.size;
     if (m.extended != 0) {
@@ -1128,6 +1158,9 @@ class alignas(64) shm_impl {
 
   void end_message(shm_incoming& in) {
     in.active = false;
+    // The sender skipped the rest of this lap (write_at_once); the tail follows, at the next
+    // header's read.
+    if (in.header.rewinds != 0) in.tail = round_up(in.tail, ring_);
     in.held = false;
     if (in.entry != nullptr && !in.entry->offered) bytes_queued_ += in.header.size;  // streamed
     if (in.entry != nullptr)
@@ -1648,6 +1681,10 @@ class alignas(64) shm_impl {
   // entry, uncopied, and a large message in its ring (parks). Off while this rank may sleep
   // (await), so that no sender waits on a sleeping rank.
   bool defer_ = true;
+  // The first bytes of each lap of a ring that small messages go round (rewinds_after), and
+  // the largest payload that does: the messages whose time is a cache line's trip.
+  std::uint64_t const rewind_window_ = o_.rewind_window();
+  static constexpr std::size_t rewind_payload_max = 1024;
   // How many looks a wait takes, a pause apart, before it starts to yield (host_cpus.hpp).
   int const paused_looks_ = looks_before_yielding(o_.size);
   // Whether forward_posted waits for a held message's bytes in batches (ranks outnumber cores).

@@ -61,6 +61,25 @@ struct shm_options {
   /// 4 to 512 KiB. 1 MiB at P = 8 and 2 MiB at P = 2 were slower again (the cache's loss).
   /// Rounded down to a multiple of 128 bytes (`ring_size()`), where messages start.
   std::size_t ring_bytes = 0;
+  /// Where small messages (up to 1 KiB) go round only the first this many bytes of each lap of
+  /// their ring: once a message ends past them, if the room left after skipping the rest of the
+  /// lap would still be half of them, the sender goes on from the start of the next lap (its
+  /// receiver skips the same bytes: shm_impl::rewinds_after). Else every message
+  /// takes the next bytes of the ring, and where many rings share a core's caches its lines are
+  /// cold (in memory) by the time small messages come round to them again: at P = 8 on 2 cores
+  /// the rings take 28 MiB. 0: never. Unset (the default): 8 KiB where the ranks outnumber the
+  /// cores, else never: where each rank has a core, the sender's writes to lines its receiver
+  /// has just read wait for them to be invalidated there. Measured on 2 cores (2026-11-29,
+  /// all_reduce back to back, the slowest rank's median, jobs alternated with it off): at P = 8
+  /// 4 B and 1 KiB took 0.84x and 0.68x the time, at P = 4 1 KiB 0.80x, 4 B to 64 KiB otherwise
+  /// level; at P = 2 nothing gained, and 1.1-1.8x the time with 1 KiB messages
+  /// (benchmark/analysis.md). GCL_SHM_REWIND_BYTES sets it.
+  std::optional<std::size_t> rewind_bytes;
+  /// `rewind_bytes`, or its default for `size` ranks.
+  std::size_t rewind_window() const noexcept {
+    if (rewind_bytes.has_value()) return *rewind_bytes;
+    return detail::ranks_outnumber_cpus(size) ? std::size_t{8} << 10 : 0;
+  }
   /// Messages of at least this size go by cross-memory attach, when it is in use
   /// (`uses_cross_memory_attach`) and the kernel allows it: the receiver copies straight from
   /// the sender's buffer with process_vm_readv, one copy. Smaller ones, and all when it is not
@@ -174,8 +193,8 @@ struct shm_options {
 
   /// Options from the environment, as `tcp_options::from_env` reads them (same variables, same
   /// messages for a missing or malformed one), without the address and port, plus GCL_SHM_CMA
-  /// (0 or 1), GCL_SPREAD (0 or 1) and GCL_SHM_RING_BYTES. A job of size > 1 without a token
-  /// throws `usage_error`.
+  /// (0 or 1), GCL_SPREAD (0 or 1), GCL_SHM_RING_BYTES and GCL_SHM_REWIND_BYTES. A job of
+  /// size > 1 without a token throws `usage_error`.
   static shm_options from_env() {
     return from_env([](char const* n) { return std::getenv(n); });
   }
@@ -213,6 +232,8 @@ struct shm_options {
     if (char const* v = get("GCL_SHM_RING_BYTES"); v != nullptr && *v != '\0')
       o.ring_bytes =
           parse_bytes("GCL_SHM_RING_BYTES", v, std::size_t{4} << 10, std::size_t{1} << 30);
+    if (char const* v = get("GCL_SHM_REWIND_BYTES"); v != nullptr && *v != '\0')
+      o.rewind_bytes = parse_bytes("GCL_SHM_REWIND_BYTES", v, 0, std::size_t{1} << 30);
     if (char const* v = get("GCL_SHM_POOL_BYTES"); v != nullptr && *v != '\0')
       o.pool_bytes = parse_pool_bytes(v);
     if (o.size > 1 && o.token.empty())

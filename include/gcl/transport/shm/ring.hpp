@@ -29,7 +29,8 @@ struct shm_message {
   // message's, or payload) match it only by a chance of 2^-64: the key is random.
   std::uint64_t stamp = 0;
   std::uint32_t tg = 0;
-  std::uint16_t offer = 0;     // not 0: no payload follows; the receiver copies it from `address`
+  std::uint8_t offer = 0;      // not 0: no payload follows; the receiver copies it from `address`
+  std::uint8_t rewinds = 0;    // 1: the next message starts at the ring's next lap
   std::uint8_t complete = 0;   // 1: the whole payload was written before the stamp
   std::uint8_t extended = 0;   // 1: an shm_message_extension follows, before the payload
   std::uint64_t size = 0;      // payload bytes
@@ -93,7 +94,7 @@ inline std::atomic_ref<std::uint64_t> stamp_at(std::byte const* ring, std::uint6
 }
 
 // shm_message::offer: a payload in the ring, or where the receiver reads it instead.
-enum : std::uint16_t {
+enum : std::uint8_t {
   offer_none,        // the payload follows in the ring
   offer_by_address,  // read from the sender's memory (process_vm_readv, or memcpy in-process)
   offer_in_pool,     // read from the sender's pool in the segment, mapped by every rank

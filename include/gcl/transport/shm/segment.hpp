@@ -48,7 +48,8 @@ static_assert(std::atomic<std::int32_t>::is_always_lock_free);
 inline constexpr std::uint64_t shm_magic = 0x67636c2d73686d31ull;  // "gcl-shm1"
 // 7: 32-byte headers, the call named once per ring (shm_message_extension)
 // 8: each rank's CPU at setup (shm_rank_block::start_cpu)
-inline constexpr std::uint32_t shm_version = 8;
+// 9: shm_message::rewinds (a small message may send the next to the ring's next lap)
+inline constexpr std::uint32_t shm_version = 9;
 
 // A call_info kept as words, so that another rank reads it without a data race (timeout
 // reports read it while its owner may write it), under a sequence counter.
