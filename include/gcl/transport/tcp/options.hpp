@@ -48,9 +48,10 @@ struct tcp_options {
   /// it polls, `recv` reads its peer's socket itself, so a message is taken the moment it
   /// arrives, with no thread woken; after that, this rank's I/O thread reads for it. 0 (the
   /// struct's default): read once, then sleep. `from_env` sets `default_spin` when each rank of
-  /// the job on this host has a core of its own, and `shared_core_spin` when they share cores
-  /// (see there), as Open MPI polls in both cases. Polling yields the core between looks, so a
-  /// rank that shares a core with the one that would send does not keep it from running. With
+  /// the job on this host has a core of its own, `shared_core_spin` when they share cores and
+  /// `over_two_per_core_spin` when they are more than twice the CPUs (see there), as Open MPI
+  /// polls in every case. Polling yields the core between looks, so a rank that shares a core
+  /// with the one that would send does not keep it from running. With
   /// spin > 0 the rank's I/O thread runs at the lowest priority (nice 19), so that it never
   /// preempts its own polling caller: measured on 2 cores, a 4-byte all_reduce at P = 2 took
   /// 8-19 us so, 35-58 us when the I/O thread preempted the poller, 60-100 us without polling.
@@ -64,6 +65,18 @@ struct tcp_options {
   /// 322-937); from 256 KiB to 64 MiB within the spread of either. 50 us polled too briefly at
   /// P = 4 (115-260 us); 1000 us was no better than 200.
   static constexpr std::chrono::microseconds shared_core_spin{200};
+  /// What `from_env` sets `spin` to when the ranks on this host are more than twice its CPUs:
+  /// longer again. With three or more ranks to a core, the sender of what a rank waits for
+  /// is often queued behind the others on its core for longer than `shared_core_spin`; a rank
+  /// that then sleeps must be woken and wait for its core again, where one that polls
+  /// (yielding the core between looks) keeps its place in the core's turns. Measured on 2
+  /// cores, all_reduce back to back, medians of four to eight interleaved jobs, against 200 us
+  /// in the same minutes: P = 8, 1 MiB 1665-2005 us against 1983-2820 (Open MPI TCP 1854 and
+  /// 2539 in two of those runs), 4 MiB 0.8-0.85x, 256 KiB and below level; P = 6, 4 B to
+  /// 16 KiB 0.75-0.9x, 1 MiB 0.86x, 4 MiB 0.75x; P = 16, 256 KiB and 1 MiB 0.8x. At P = 4 (two
+  /// ranks to a core) 2 ms was level below 1 MiB but 0.99-1.26x at 1 MiB and 1.03-1.15x at 16
+  /// MiB in four runs, so 200 us stays there (benchmark/analysis.md).
+  static constexpr std::chrono::microseconds over_two_per_core_spin{2000};
   /// Job token: every connection must present the same one, else it is refused. Not a secret
   /// against an attacker on the wire (it is hashed, not encrypted): it keeps jobs apart. Empty
   /// here; `from_env` fills it from GCL_TOKEN or the launcher's job identity, and
@@ -240,12 +253,14 @@ struct tcp_options {
         first({"GCL_BOUND_CPU"}).has_value() ||
         (o.local_size > 0 && static_cast<unsigned>(o.local_size) <= usable_cpus());
     o.shares_cores = !own_core && o.local_size > 0;
+    bool const over_two_per_core =
+        o.shares_cores && static_cast<unsigned long>(o.local_size) > 2ul * usable_cpus();
     if (auto s = first({"GCL_SPIN_US"}))
       o.spin = std::chrono::microseconds(integer(*s, 0, 1000000));
     else if (own_core)
       o.spin = default_spin;
     else if (o.shares_cores)
-      o.spin = shared_core_spin;
+      o.spin = over_two_per_core ? over_two_per_core_spin : shared_core_spin;
     if (auto c = first({"GCL_SAME_HOST_CONGESTION"}))
       o.same_host_congestion_control = c->second == "system" ? std::string{} : c->second;
     if (auto b = first({"GCL_BIND_ADDR"})) o.bind_address = b->second;
