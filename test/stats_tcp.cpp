@@ -79,14 +79,15 @@ BOOST_AUTO_TEST_CASE(counts_over_tcp_equal_the_formulas) {
 
 // The default all_reduce over TCP sends what recursive doubling sends below 64 KiB, and what
 // halving-doubling sends from 64 KiB, unless the job's ranks share cores: then what the binomial
-// tree sends (2(P - 1) messages; P = 4 and 5, where the three differ) below 128 KiB, and what
-// halving-doubling sends from 128 KiB.
+// tree sends (2(P - 1) messages; P = 4 and 5, where the three differ) below 1 MiB, and what
+// halving-doubling sends from 1 MiB.
 BOOST_AUTO_TEST_CASE(by_size_over_tcp_takes_the_tree_where_ranks_share_cores) {
   static_assert(gcl::tcp_transport::default_all_reduce.recursive_doubling_below == 64 * 1024);
-  static_assert(gcl::tcp_transport::default_all_reduce.tree_below_if_cores_shared == 128 * 1024);
+  static_assert(gcl::tcp_transport::default_all_reduce.tree_below_if_cores_shared == 1024 * 1024);
   gcl::tcp_options shared;
   shared.shares_cores = true;
-  std::size_t const small = 4, medium = (64 * 1024) / 8, large = (128 * 1024) / 8;
+  std::size_t const small = 4, medium = (64 * 1024) / 8, below_large = (1024 * 1024) / 8 - 1,
+                    large = (1024 * 1024) / 8;
   for (int p : {4, 5}) {
     BOOST_TEST_INFO("P=" << p);
     bool ok = false;
@@ -95,7 +96,7 @@ BOOST_AUTO_TEST_CASE(by_size_over_tcp_takes_the_tree_where_ranks_share_cores) {
     auto const halving = run(p, medium, gcl::halving_doubling{}, ok).messages_sent;
     BOOST_TEST(tree != doubling);
     BOOST_TEST(tree != halving);
-    for (std::size_t n : {small, medium}) {
+    for (std::size_t n : {small, medium, below_large}) {
       BOOST_TEST(run(p, n, gcl::by_size{}, ok, shared).messages_sent == tree);
       BOOST_TEST(ok);
     }

@@ -51,13 +51,15 @@ class tcp_transport {
   /// Where the default all_reduce switches algorithm over TCP, where a message costs tens of
   /// microseconds: the few-rounds algorithms keep larger sizes than between threads (measured
   /// back to back, doc/benchmarks.md). Where ranks share cores (`ranks_share_cores`), the
-  /// binomial tree takes the sizes below 128 KiB, recursive doubling's and then some: 2(P - 1)
+  /// binomial tree takes the sizes below 1 MiB, recursive doubling's and then some: 2(P - 1)
   /// messages instead of P log2 P or halving-doubling's 2 P log2 P, and there every message
-  /// waits for its sender to be scheduled (measured on 2 cores, back to back: P = 4 and 8, 4 B
-  /// to 16 KiB, the median call 0.66-0.70x of recursive doubling's, the mean over a loop 1-3%
-  /// lower; 64 KiB at P = 8 0.6-0.7x halving-doubling's time, level at P = 4, three rounds;
-  /// 128 KiB either way by the round; benchmark/analysis.md). There, too, ring's blocks grow
-  /// with P² (`ring_step_bytes_per_rank_if_cores_shared`: 2 MiB at P = 4, as where each rank
+  /// waits for its sender to be scheduled, while the bytes all ranks move and reduce together
+  /// are the same (measured on 2 cores, back to back: P = 4 and 8, 4 B to 16 KiB, the median
+  /// call 0.66-0.70x of recursive doubling's, the mean over a loop 1-3% lower; 64 KiB at P = 8
+  /// 0.6-0.7x halving-doubling's time, level at P = 4; 256 and 512 KiB at P = 3 to 8
+  /// 0.70-0.99x, but 1.08x once at P = 5, 256 KiB; at 1 MiB 0.82-1.01x at P = 8 and 1.18-1.20x
+  /// at P = 4, so halving-doubling keeps 1 MiB; benchmark/analysis.md). There, too, ring's blocks
+  /// grow with P² (`ring_step_bytes_per_rank_if_cores_shared`: 2 MiB at P = 4, as where each rank
   /// has a core, 8 MiB at P = 8): each step costs system calls and a wait for the peers to be
   /// scheduled (on 2 cores, back to back: at P = 8, 16 and 64 MiB took 0.75-0.9x the time of
   /// 2 MiB blocks; at P = 4, 4 and 8 MiB blocks were no faster; benchmark/analysis.md).
@@ -67,7 +69,7 @@ class tcp_transport {
   static constexpr all_reduce_thresholds default_all_reduce{
       .recursive_doubling_below = 64 * 1024,
       .ring_from = 2 * 1024 * 1024,
-      .tree_below_if_cores_shared = 128 * 1024,
+      .tree_below_if_cores_shared = 1024 * 1024,
       .ring_step_bytes_per_rank_if_cores_shared = 128 * 1024};
 
   /// Forms the job with the other ranks described by `o` (rendezvous through rank 0).
