@@ -109,6 +109,35 @@ BOOST_AUTO_TEST_CASE(by_size_over_tcp_takes_the_tree_where_ranks_share_cores) {
   }
 }
 
+// Where some host has more than two ranks per CPU, the tree keeps 1 MiB too (to below 2 MiB,
+// where ring begins); 1 MiB is halving-doubling's where ranks only share cores (above).
+BOOST_AUTO_TEST_CASE(by_size_over_tcp_keeps_the_tree_longer_over_two_ranks_per_cpu) {
+  static_assert(gcl::tcp_transport::default_all_reduce.tree_below_if_over_two_per_cpu ==
+                2 * 1024 * 1024);
+  gcl::tcp_options over_two;
+  over_two.shares_cores = true;
+  over_two.over_two_per_cpu = true;
+  std::size_t const small = 4, large = (1024 * 1024) / 8, ring_size = (2 * 1024 * 1024) / 8;
+  for (int p : {4, 5}) {
+    BOOST_TEST_INFO("P=" << p);
+    bool ok = false;
+    auto const tree = run(p, small, gcl::tree{}, ok).messages_sent;
+    auto const halving = run(p, small, gcl::halving_doubling{}, ok).messages_sent;
+    auto const ring =
+        run(p, ring_size, gcl::by_size::ring_of(gcl::tcp_transport::default_all_reduce, p, true),
+            ok)
+            .messages_sent;
+    BOOST_TEST(tree != halving);
+    BOOST_TEST(tree != ring);
+    for (std::size_t n : {small, large}) {
+      BOOST_TEST(run(p, n, gcl::by_size{}, ok, over_two).messages_sent == tree);
+      BOOST_TEST(ok);
+    }
+    BOOST_TEST(run(p, ring_size, gcl::by_size{}, ok, over_two).messages_sent == ring);
+    BOOST_TEST(ok);
+  }
+}
+
 // From ring's sizes up, the default all_reduce runs ring a block at a time; where ranks share
 // cores (the rendezvous says so on every rank), blocks of at least P² x
 // ring_step_bytes_per_rank_if_cores_shared. Small thresholds at P = 4: 4 KiB blocks alone,

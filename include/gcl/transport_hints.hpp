@@ -24,6 +24,12 @@ struct all_reduce_thresholds {
   /// the fewest); threads and shared memory keep recursive doubling's fewer rounds for the
   /// smallest messages, which cost less than a switch.
   std::size_t tree_from_if_cores_shared = 0;
+  /// Below this (when it is larger than `tree_below_if_cores_shared`), the binomial tree too,
+  /// where the transport says that some host of the job has more than two ranks per CPU (a
+  /// member `bool ranks_over_two_per_cpu() const`, the same on every rank). The more ranks take
+  /// turns on a core, the longer each message waits for its sender to be scheduled, and the
+  /// tree sends the fewest. 0: never.
+  std::size_t tree_below_if_over_two_per_cpu = 0;
   /// Below this, `direct` (every rank sends its vector to the P - 1 others and combines all P
   /// itself: one round) where the transport says that its ranks crowd the cores (a member
   /// `bool ranks_crowd_cores() const`, the same on every rank: at least two ranks per CPU of

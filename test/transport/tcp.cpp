@@ -684,29 +684,36 @@ BOOST_AUTO_TEST_CASE(wrong_token_rank_is_refused_with_a_clear_error) {
 // Whether ranks share cores is each rank's own knowledge (tcp_options::shares_cores, from the
 // launcher's local size); the rendezvous tells every rank whether any rank does, so that a
 // choice made by it (gcl::by_size's) is the same on every rank. Here rank 1, rank 2 or no rank
-// says so, then every rank (rank 0, the table's maker, among them).
+// says so, then every rank (rank 0, the table's maker, among them). The same for more than two
+// ranks per CPU (tcp_options::over_two_per_cpu), said by another rank, or the same one.
 BOOST_AUTO_TEST_CASE(every_rank_learns_whether_any_rank_shares_cores) {
-  for (int sharing : {-1, 1, 2}) {
+  struct said {
+    int sharing, over_two;
+  };
+  for (auto [sharing, over_two] : {said{-1, -1}, said{1, -1}, said{2, 1}, said{1, 2}}) {
     tcp_transport::group g(3, quick(10s));
-    std::vector<int> answers(3, -1);  // -1: no answer; -2: the rank failed
+    std::vector<int> answers(3, -1);  // -1: no answer; -2: the rank failed; else the two bits
     {
       std::vector<std::jthread> ranks;
       for (int r = 0; r < 3; ++r)
         ranks.emplace_back([&, r] {
           auto o = g.options();
           o.rank = r;
-          o.shares_cores = r == sharing;
+          o.shares_cores = r == sharing || r == over_two;
+          o.over_two_per_cpu = r == over_two;
           try {
             // Rank 0 through the group, which holds its bound port; the others as processes do.
             auto t = r == 0 ? g.connect(0) : tcp_transport(o);
-            answers[static_cast<std::size_t>(r)] = t.ranks_share_cores() ? 1 : 0;
+            answers[static_cast<std::size_t>(r)] =
+                (t.ranks_share_cores() ? 1 : 0) | (t.ranks_over_two_per_cpu() ? 2 : 0);
           } catch (std::exception const&) {
             answers[static_cast<std::size_t>(r)] = -2;
           }
         });
     }
-    std::vector<int> const want(3, sharing > 0 ? 1 : 0);
-    BOOST_TEST(answers == want, "rank " << sharing << " shares cores");
+    std::vector<int> const want(3, (sharing > 0 || over_two > 0 ? 1 : 0) | (over_two > 0 ? 2 : 0));
+    BOOST_TEST(answers == want, "rank " << sharing << " shares cores, rank " << over_two
+                                        << " has more than two to a CPU");
   }
   auto o = quick(10s);
   o.shares_cores = true;

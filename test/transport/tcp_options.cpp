@@ -291,7 +291,7 @@ BOOST_AUTO_TEST_CASE(ranks_outnumbering_the_cpus_share_cores_and_poll_longer) {
   auto const many = std::to_string(1 << 20);  // more ranks than any machine's CPUs
   auto o = from({{"LOCAL_WORLD_SIZE", many}});
   BOOST_TEST(o.shares_cores);
-  BOOST_TEST(o.spin == gcl::tcp_options::over_two_per_core_spin);  // and more than two to a CPU
+  BOOST_TEST(o.spin == gcl::tcp_options::over_two_per_cpu_spin);  // and more than two to a CPU
   // GCL_SPIN_US sets the polling, not what the rank shares.
   o = from({{"LOCAL_WORLD_SIZE", many}, {"GCL_SPIN_US", "7"}});
   BOOST_TEST(o.shares_cores);
@@ -307,13 +307,15 @@ BOOST_AUTO_TEST_CASE(more_than_two_ranks_to_a_cpu_poll_longer_still) {
   auto ranks = [](unsigned n) {
     return std::map<std::string, std::string>{{"LOCAL_WORLD_SIZE", std::to_string(n)}};
   };
-  BOOST_TEST(gcl::tcp_options::over_two_per_core_spin > gcl::tcp_options::shared_core_spin);
+  BOOST_TEST(gcl::tcp_options::over_two_per_cpu_spin > gcl::tcp_options::shared_core_spin);
   // Two ranks to a CPU share cores; one more than that polls longer.
   BOOST_TEST(from(ranks(cpus + 1)).spin == gcl::tcp_options::shared_core_spin);
   BOOST_TEST(from(ranks(2 * cpus)).spin == gcl::tcp_options::shared_core_spin);
+  BOOST_TEST(!from(ranks(2 * cpus)).over_two_per_cpu);
   auto many = from(ranks(2 * cpus + 1));
   BOOST_TEST(many.shares_cores);
-  BOOST_TEST(many.spin == gcl::tcp_options::over_two_per_core_spin);
+  BOOST_TEST(many.over_two_per_cpu);
+  BOOST_TEST(many.spin == gcl::tcp_options::over_two_per_cpu_spin);
   // GCL_SPIN_US still decides; a rank bound to a core of its own polls briefly.
   auto told = ranks(2 * cpus + 1);
   told["GCL_SPIN_US"] = "7";
@@ -321,6 +323,7 @@ BOOST_AUTO_TEST_CASE(more_than_two_ranks_to_a_cpu_poll_longer_still) {
   told.erase("GCL_SPIN_US");
   told["GCL_BOUND_CPU"] = "0";
   BOOST_TEST(from(told).spin == gcl::tcp_options::default_spin);
+  BOOST_TEST(!from(told).over_two_per_cpu);
 }
 
 BOOST_AUTO_TEST_CASE(same_host_connections_use_reno_unless_told_otherwise) {

@@ -25,8 +25,10 @@
 /// sender to be scheduled. A transport that knows the job's ranks share cores (a member
 /// `ranks_share_cores()` that answers the same on every rank, as `tcp_transport`'s does from
 /// its rendezvous, and `shm_transport`'s and `inproc_transport`'s from the host's CPUs) gets the
-/// binomial tree from its `tree_from_if_cores_shared` to below its `tree_below_if_cores_shared`,
-/// and ring blocks of at least P² x
+/// binomial tree from its `tree_from_if_cores_shared` to below its `tree_below_if_cores_shared`
+/// (or its `tree_below_if_over_two_per_cpu` where it says, by a member
+/// `ranks_over_two_per_cpu()`, that some host has more than two ranks per CPU), and ring
+/// blocks of at least P² x
 /// `ring_step_bytes_per_rank_if_cores_shared` (fewer rounds). Where they crowd the cores (at
 /// least two per CPU: a member `ranks_crowd_cores()`), the smallest messages take `direct`,
 /// one round, below its `direct_below_if_cores_crowded` (up to `direct_max_ranks` ranks).
@@ -112,6 +114,29 @@ bool ranks_share_cores_of(Comm& comm) {
     return false;
 }
 
+// Whether the transport (or the one a decorator wraps) says that some host of the job has more
+// than two ranks per CPU; false if it cannot tell.
+template <class Transport>
+bool ranks_over_two_per_cpu(Transport const& t) {
+  if constexpr (requires {
+                  { t.ranks_over_two_per_cpu() } -> std::convertible_to<bool>;
+                })
+    return t.ranks_over_two_per_cpu();
+  else if constexpr (requires { t.inner(); })
+    return ranks_over_two_per_cpu(t.inner());
+  else
+    return false;
+}
+
+// The same, of a communicator's transport; false for a communicator that does not show one.
+template <class Comm>
+bool ranks_over_two_per_cpu_of(Comm& comm) {
+  if constexpr (requires { comm.transport(); })
+    return ranks_over_two_per_cpu(comm.transport());
+  else
+    return false;
+}
+
 // Whether the transport (or the one a decorator wraps) says that its ranks crowd the cores (at
 // least two per CPU); false if it cannot tell.
 template <class Transport>
@@ -189,9 +214,12 @@ struct by_size {
         detail::ranks_crowd_cores_of(comm))
       return direct{}.all_reduce(comm, data, op);
     bool const cores_shared = detail::ranks_share_cores_of(comm);
-    if (cores_shared && bytes >= t.tree_from_if_cores_shared &&
-        bytes < t.tree_below_if_cores_shared)
-      return tree{}.all_reduce(comm, data, op);
+    if (cores_shared && bytes >= t.tree_from_if_cores_shared) {
+      std::size_t tree_below = t.tree_below_if_cores_shared;
+      if (t.tree_below_if_over_two_per_cpu > tree_below && detail::ranks_over_two_per_cpu_of(comm))
+        tree_below = t.tree_below_if_over_two_per_cpu;
+      if (bytes < tree_below) return tree{}.all_reduce(comm, data, op);
+    }
     if (bytes < t.recursive_doubling_below) return recursive_doubling{}.all_reduce(comm, data, op);
     if constexpr (commutative_op<Op, T>)
       if (bytes >= t.ring_from)

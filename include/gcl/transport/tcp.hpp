@@ -58,7 +58,10 @@ class tcp_transport {
   /// call 0.66-0.70x of recursive doubling's, the mean over a loop 1-3% lower; 64 KiB at P = 8
   /// 0.6-0.7x halving-doubling's time, level at P = 4; 256 and 512 KiB at P = 3 to 8
   /// 0.70-0.99x, but 1.08x once at P = 5, 256 KiB; at 1 MiB 0.82-1.01x at P = 8 and 1.18-1.20x
-  /// at P = 4, so halving-doubling keeps 1 MiB; benchmark/analysis.md). There, too, ring's blocks
+  /// at P = 4, so halving-doubling keeps 1 MiB where ranks are two to a CPU; where some host
+  /// has more than two (`ranks_over_two_per_cpu`) the tree takes 1 MiB too: at P = 8 on 2
+  /// cores 0.76x halving-doubling's time in ten interleaved jobs, 0.82-1.01x in three runs
+  /// before; benchmark/analysis.md). There, too, ring's blocks
   /// grow with P² (`ring_step_bytes_per_rank_if_cores_shared`: 2 MiB at P = 4, as where each rank
   /// has a core, 8 MiB at P = 8): each step costs system calls and a wait for the peers to be
   /// scheduled (on 2 cores, back to back: at P = 8, 16 and 64 MiB took 0.75-0.9x the time of
@@ -70,6 +73,7 @@ class tcp_transport {
       .recursive_doubling_below = 64 * 1024,
       .ring_from = 2 * 1024 * 1024,
       .tree_below_if_cores_shared = 1024 * 1024,
+      .tree_below_if_over_two_per_cpu = 2 * 1024 * 1024,
       .ring_step_bytes_per_rank_if_cores_shared = 128 * 1024};
 
   /// Forms the job with the other ranks described by `o` (rendezvous through rank 0).
@@ -191,6 +195,9 @@ class tcp_transport {
   /// `tcp_options::shares_cores`), as the rendezvous told every rank: the same answer on every
   /// rank, so `gcl::by_size` may choose by it.
   bool ranks_share_cores() const noexcept { return impl_->any_shares_cores(); }
+  /// Whether some rank's host has more than two ranks per CPU (its
+  /// `tcp_options::over_two_per_cpu`), as the rendezvous told every rank: the same everywhere.
+  bool ranks_over_two_per_cpu() const noexcept { return impl_->any_over_two_per_cpu(); }
   /// The TCP congestion control of the connection to `peer` (as the kernel names it: "reno",
   /// "bbr", ...; "" for this rank itself, or where the system cannot say). Connections within
   /// a host use `tcp_options::same_host_congestion_control`.

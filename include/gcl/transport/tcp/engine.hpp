@@ -171,6 +171,9 @@ class tcp_impl {
   // Whether any rank of the job shares a core (tcp_options::shares_cores), from the rendezvous:
   // the same on every rank.
   bool any_shares_cores() const noexcept { return any_shares_cores_; }
+  // Whether any rank's host has more than two ranks per CPU (tcp_options::over_two_per_cpu),
+  // from the rendezvous: the same on every rank.
+  bool any_over_two_per_cpu() const noexcept { return any_over_two_per_cpu_; }
 
   // ---- for hybrid_transport, whose caller waits on something else than this transport -------
 
@@ -1708,6 +1711,7 @@ class tcp_impl {
   void take_connections() {
     keys_ = rendezvous_->keys();
     any_shares_cores_ = rendezvous_->any_shares_cores();
+    any_over_two_per_cpu_ = rendezvous_->any_over_two_per_cpu();
     for (int r = 0; r < o_.size; ++r) {
       peer_at(r).socket = std::move(rendezvous_->peers()[static_cast<std::size_t>(r)]);
       peer_at(r).where = rendezvous_->where()[static_cast<std::size_t>(r)];
@@ -1761,6 +1765,7 @@ class tcp_impl {
   call_info call_{};
   std::vector<host_key> keys_;          // host_keys()
   bool any_shares_cores_ = false;       // any_shares_cores()
+  bool any_over_two_per_cpu_ = false;   // any_over_two_per_cpu()
   std::function<void()> arrival_hook_;  // set_arrival_hook
   bool parking_ = true;                 // false once a hook is set
 

@@ -49,7 +49,7 @@ struct tcp_options {
   /// arrives, with no thread woken; after that, this rank's I/O thread reads for it. 0 (the
   /// struct's default): read once, then sleep. `from_env` sets `default_spin` when each rank of
   /// the job on this host has a core of its own, `shared_core_spin` when they share cores and
-  /// `over_two_per_core_spin` when they are more than twice the CPUs (see there), as Open MPI
+  /// `over_two_per_cpu_spin` when they are more than twice the CPUs (see there), as Open MPI
   /// polls in every case. Polling yields the core between looks, so a rank that shares a core
   /// with the one that would send does not keep it from running. With
   /// spin > 0 the rank's I/O thread runs at the lowest priority (nice 19), so that it never
@@ -76,7 +76,7 @@ struct tcp_options {
   /// 16 KiB 0.75-0.9x, 1 MiB 0.86x, 4 MiB 0.75x; P = 16, 256 KiB and 1 MiB 0.8x. At P = 4 (two
   /// ranks to a core) 2 ms was level below 1 MiB but 0.99-1.26x at 1 MiB and 1.03-1.15x at 16
   /// MiB in four runs, so 200 us stays there (benchmark/analysis.md).
-  static constexpr std::chrono::microseconds over_two_per_core_spin{2000};
+  static constexpr std::chrono::microseconds over_two_per_cpu_spin{2000};
   /// Job token: every connection must present the same one, else it is refused. Not a secret
   /// against an attacker on the wire (it is hashed, not encrypted): it keeps jobs apart. Empty
   /// here; `from_env` fills it from GCL_TOKEN or the launcher's job identity, and
@@ -107,6 +107,12 @@ struct tcp_options {
   /// (fewer messages: on shared cores each costs the sender's scheduling; see
   /// `tcp_transport::default_all_reduce`).
   bool shares_cores = false;
+  /// Whether the ranks on this rank's host are more than twice the CPUs it may use (and so
+  /// `shares_cores`). `from_env` sets it from `local_size`; sent at the rendezvous like
+  /// `shares_cores` (`tcp_transport::ranks_over_two_per_cpu`), and then the default all_reduce
+  /// keeps the binomial tree to larger sizes
+  /// (`all_reduce_thresholds::tree_below_if_over_two_per_cpu`).
+  bool over_two_per_cpu = false;
   /// This rank's host key, sent in its join hello; rank 0's address table carries every rank's
   /// (`tcp_impl::host_keys()`). Which ranks may share memory: `hybrid_transport` fills it
   /// (transport/hybrid/host_key.hpp); all zero for a plain `tcp_transport`.
@@ -143,6 +149,7 @@ struct tcp_options {
   /// |             | (the entry of SLURM_NODEID in "2(x3),1") or SLURM_NTASKS_PER_NODE,        |
   /// |             | MPI_LOCALNRANKS (MPICH)                                                   |
   /// | shares_cores| local_size above the usable CPUs, and no GCL_BOUND_CPU                    |
+  /// | over_two_per_cpu | local_size above twice the usable CPUs, and no GCL_BOUND_CPU        |
   ///
   /// Without GCL_TOKEN the token is derived from the first of these that is set, which every
   /// rank of one job shares and other jobs do not: TORCHELASTIC_RUN_ID (torchrun; not its
@@ -253,14 +260,14 @@ struct tcp_options {
         first({"GCL_BOUND_CPU"}).has_value() ||
         (o.local_size > 0 && static_cast<unsigned>(o.local_size) <= usable_cpus());
     o.shares_cores = !own_core && o.local_size > 0;
-    bool const over_two_per_core =
+    o.over_two_per_cpu =
         o.shares_cores && static_cast<unsigned long>(o.local_size) > 2ul * usable_cpus();
     if (auto s = first({"GCL_SPIN_US"}))
       o.spin = std::chrono::microseconds(integer(*s, 0, 1000000));
     else if (own_core)
       o.spin = default_spin;
     else if (o.shares_cores)
-      o.spin = over_two_per_core ? over_two_per_core_spin : shared_core_spin;
+      o.spin = o.over_two_per_cpu ? over_two_per_cpu_spin : shared_core_spin;
     if (auto c = first({"GCL_SAME_HOST_CONGESTION"}))
       o.same_host_congestion_control = c->second == "system" ? std::string{} : c->second;
     if (auto b = first({"GCL_BIND_ADDR"})) o.bind_address = b->second;

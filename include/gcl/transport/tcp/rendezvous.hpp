@@ -61,10 +61,12 @@ class tcp_rendezvous : public std::enable_shared_from_this<tcp_rendezvous> {
         where_(static_cast<std::size_t>(o.size)),
         keys_(static_cast<std::size_t>(o.size)),
         shares_cores_(static_cast<std::size_t>(o.size)),
+        over_two_per_cpu_(static_cast<std::size_t>(o.size)),
         attempt_(static_cast<std::size_t>(o.size)),
         expected_(o.size - 1) {
     keys_[static_cast<std::size_t>(o.rank)] = o.host_key;
     shares_cores_[static_cast<std::size_t>(o.rank)] = o.shares_cores;
+    over_two_per_cpu_[static_cast<std::size_t>(o.rank)] = o.over_two_per_cpu;
   }
 
   std::vector<std::optional<tcp::socket>>& peers() { return peers_; }
@@ -75,6 +77,12 @@ class tcp_rendezvous : public std::enable_shared_from_this<tcp_rendezvous> {
   // returns: every rank has the same table, so every rank gives the same answer.
   bool any_shares_cores() const {
     return std::any_of(shares_cores_.begin(), shares_cores_.end(), [](bool b) { return b; });
+  }
+  // Whether any rank's host has more than two ranks per CPU (tcp_options::over_two_per_cpu),
+  // the same on every rank as any_shares_cores.
+  bool any_over_two_per_cpu() const {
+    return std::any_of(over_two_per_cpu_.begin(), over_two_per_cpu_.end(),
+                       [](bool b) { return b; });
   }
   // Whether this rank and rank r share a host and so, with connect_same_host false, have no
   // data connection (only once rank 0's table has come, for a rank other than 0).
@@ -366,6 +374,7 @@ class tcp_rendezvous : public std::enable_shared_from_this<tcp_rendezvous> {
       table_[i] = tcp::endpoint(a, h.port);
       keys_[i] = h.key;
       shares_cores_[i] = (h.flags & hello_shares_cores) != 0;
+      over_two_per_cpu_[i] = (h.flags & hello_over_two_per_cpu) != 0;
       where_[i] = "rank " + std::to_string(h.rank) + " at " + endpoint_text(from);
       peers_[i].emplace(std::move(c->socket));
       ++joined_;
@@ -417,7 +426,8 @@ class tcp_rendezvous : public std::enable_shared_from_this<tcp_rendezvous> {
       e.family = a.is_v6() ? 6 : 4;
       e.port = table_[r].port();
       e.key = keys_[r];
-      e.flags = shares_cores_[r] ? table_shares_cores : 0;
+      e.flags = static_cast<std::uint8_t>((shares_cores_[r] ? table_shares_cores : 0) |
+                                          (over_two_per_cpu_[r] ? table_over_two_per_cpu : 0));
       if (a.is_v6()) {
         e.address = a.to_v6().to_bytes();
       } else {
@@ -484,7 +494,8 @@ class tcp_rendezvous : public std::enable_shared_from_this<tcp_rendezvous> {
     h.port = acceptor_.local_endpoint().port();
     h.key = o_.host_key;
     h.flags = static_cast<std::uint8_t>((o_.connect_same_host ? hello_connects_same_host : 0) |
-                                        (o_.shares_cores ? hello_shares_cores : 0));
+                                        (o_.shares_cores ? hello_shares_cores : 0) |
+                                        (o_.over_two_per_cpu ? hello_over_two_per_cpu : 0));
     boost::system::error_code endpoint_ec;
     auto local = !o_.interface_name.empty() || !o_.bind_address.empty()
                      ? local_address()
@@ -555,6 +566,7 @@ class tcp_rendezvous : public std::enable_shared_from_this<tcp_rendezvous> {
       table_[at] = tcp::endpoint(a, e.port);
       keys_[at] = e.key;
       shares_cores_[at] = (e.flags & table_shares_cores) != 0;
+      over_two_per_cpu_[at] = (e.flags & table_over_two_per_cpu) != 0;
       if (i > o_.rank)
         where_[at] = "rank " + std::to_string(i) + " at " + endpoint_text(table_[at]);
     }
@@ -580,10 +592,11 @@ class tcp_rendezvous : public std::enable_shared_from_this<tcp_rendezvous> {
   std::set<int> claimed_;
   int joined_ = 0, tables_sent_ = 0, connected_ = 0;
   bool finished_ = false;
-  std::vector<host_key> keys_;        // keys_[r]: rank r's host key (from its hello, or the table)
-  std::vector<bool> shares_cores_;    // shares_cores_[r]: rank r's tcp_options::shares_cores (same)
-  std::vector<std::string> attempt_;  // the state of this rank's connection to each lower rank
-  int expected_;                      // connections a rank other than 0 waits for
+  std::vector<host_key> keys_;      // keys_[r]: rank r's host key (from its hello, or the table)
+  std::vector<bool> shares_cores_;  // shares_cores_[r]: rank r's tcp_options::shares_cores (same)
+  std::vector<bool> over_two_per_cpu_;  // rank r's tcp_options::over_two_per_cpu (same)
+  std::vector<std::string> attempt_;    // the state of this rank's connection to each lower rank
+  int expected_;                        // connections a rank other than 0 waits for
   std::exception_ptr failure_;
 };
 

@@ -33,7 +33,9 @@ inline constexpr std::uint32_t hello_magic = 0x484c4347;  // "GCLH"
 inline constexpr std::uint32_t reply_magic = 0x524c4347;  // "GCLR"
 // 3: the hello and the address table carry each rank's host key (host_key below).
 // 4: ... and whether the rank shares a core with other ranks (hello_shares_cores, table flags).
-inline constexpr std::uint16_t wire_version = 4;
+// 5: ... and whether its host has more than two ranks per CPU (hello_over_two_per_cpu, table
+//    flags).
+inline constexpr std::uint16_t wire_version = 5;
 
 // status_query asks a rank's I/O thread where its rank is; status_reply answers with the
 // rank's last collective in `call`, and in `tag` bit 0 "still inside it" and bits 1.. the rank
@@ -269,7 +271,8 @@ inline std::string frame_problem(frame_header const& h, int world_size) {
 
 enum class hello_kind : std::uint8_t { join = 1, peer = 2 };  // join: register with rank 0
 inline constexpr std::uint8_t hello_connects_same_host = 1;
-inline constexpr std::uint8_t hello_shares_cores = 2;  // tcp_options::shares_cores
+inline constexpr std::uint8_t hello_shares_cores = 2;      // tcp_options::shares_cores
+inline constexpr std::uint8_t hello_over_two_per_cpu = 4;  // tcp_options::over_two_per_cpu
 
 struct hello {
   std::uint32_t magic = hello_magic;
@@ -282,6 +285,7 @@ struct hello {
   std::uint16_t port = 0;  // the sender's listening port (join only)
   // Bit 0: the sender connects to ranks of its own host (tcp_options::connect_same_host).
   // Bit 1: the sender shares a core with other ranks (tcp_options::shares_cores; join only).
+  // Bit 2: its host has more than two ranks per CPU (tcp_options::over_two_per_cpu; join only).
   std::uint8_t flags = hello_connects_same_host;
   std::array<std::uint8_t, 16> address{};
   host_key key{};  // the sender's (join only)
@@ -390,14 +394,15 @@ inline decoded<reply> decode_reply(std::span<std::byte const> b) {
 }
 
 // One rank's entry in rank 0's address table: where the other ranks connect to it.
-inline constexpr std::uint8_t table_shares_cores = 1;  // tcp_options::shares_cores
+inline constexpr std::uint8_t table_shares_cores = 1;      // tcp_options::shares_cores
+inline constexpr std::uint8_t table_over_two_per_cpu = 2;  // tcp_options::over_two_per_cpu
 
 struct table_entry {
   std::uint8_t family = 4;                 // 4 or 6
   std::uint16_t port = 0;                  // its listening port
   std::array<std::uint8_t, 16> address{};  // IPv4: the first 4 bytes
   host_key key{};                          // its host key (as its hello gave it)
-  std::uint8_t flags = 0;                  // table_shares_cores, as its hello gave it (byte 1)
+  std::uint8_t flags = 0;  // table_shares_cores, table_over_two_per_cpu, from its hello (byte 1)
 };
 
 // Entry i at out[table_entry_size * i]; `out` must hold table_entry_size * entries.size() bytes.
