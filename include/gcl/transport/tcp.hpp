@@ -61,9 +61,9 @@ class tcp_transport {
   /// at P = 4, so halving-doubling keeps 1 MiB where ranks are two to a CPU; where some host
   /// has more than two (`ranks_over_two_per_cpu`) the tree takes 1 MiB too: at P = 8 on 2
   /// cores 0.76x halving-doubling's time in ten interleaved jobs, 0.82-1.01x in three runs
-  /// before; benchmark/analysis.md). There, too, ring's blocks
-  /// grow with P² (`ring_step_bytes_per_rank_if_cores_shared`: 2 MiB at P = 4, as where each rank
-  /// has a core, 8 MiB at P = 8): each step costs system calls and a wait for the peers to be
+  /// before, level in eight after; benchmark/analysis.md). There, too, ring's blocks grow with P²
+  /// (`ring_step_bytes_per_rank_if_cores_shared`: 2 MiB at P = 4, as where each rank has a
+  /// core, 8 MiB at P = 8): each step costs system calls and a wait for the peers to be
   /// scheduled (on 2 cores, back to back: at P = 8, 16 and 64 MiB took 0.75-0.9x the time of
   /// 2 MiB blocks; at P = 4, 4 and 8 MiB blocks were no faster; benchmark/analysis.md).
   /// Ring from 2 MiB: at 1 MiB halving-doubling took 0.6-0.9x ring's time at P = 4 and 8

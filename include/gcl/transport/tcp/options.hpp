@@ -51,9 +51,9 @@ struct tcp_options {
   /// the job on this host has a core of its own, `shared_core_spin` when they share cores and
   /// `over_two_per_cpu_spin` when they are more than twice the CPUs (see there), as Open MPI
   /// polls in every case. Polling yields the core between looks, so a rank that shares a core
-  /// with the one that would send does not keep it from running. With
-  /// spin > 0 the rank's I/O thread runs at the lowest priority (nice 19), so that it never
-  /// preempts its own polling caller: measured on 2 cores, a 4-byte all_reduce at P = 2 took
+  /// with the one that would send does not keep it from running. With spin > 0 the rank's I/O
+  /// thread runs at the lowest priority (nice 19), so that it never preempts its own polling
+  /// caller: measured on 2 cores, a 4-byte all_reduce at P = 2 took
   /// 8-19 us so, 35-58 us when the I/O thread preempted the poller, 60-100 us without polling.
   std::chrono::microseconds spin{0};
   /// What `from_env` sets `spin` to when ranks have cores of their own.
@@ -149,7 +149,7 @@ struct tcp_options {
   /// |             | (the entry of SLURM_NODEID in "2(x3),1") or SLURM_NTASKS_PER_NODE,        |
   /// |             | MPI_LOCALNRANKS (MPICH)                                                   |
   /// | shares_cores| local_size above the usable CPUs, and no GCL_BOUND_CPU                    |
-  /// | over_two_per_cpu | local_size above twice the usable CPUs, and no GCL_BOUND_CPU        |
+  /// | over_two_per_cpu (field) | local_size above twice the usable CPUs, no GCL_BOUND_CPU     |
   ///
   /// Without GCL_TOKEN the token is derived from the first of these that is set, which every
   /// rank of one job shares and other jobs do not: TORCHELASTIC_RUN_ID (torchrun; not its
