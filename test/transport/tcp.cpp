@@ -690,7 +690,8 @@ BOOST_AUTO_TEST_CASE(every_rank_learns_whether_any_rank_shares_cores) {
   struct said {
     int sharing, over_two;
   };
-  for (auto [sharing, over_two] : {said{-1, -1}, said{1, -1}, said{2, 1}, said{1, 2}}) {
+  for (said const w : {said{-1, -1}, said{1, -1}, said{2, 1}, said{1, 2}}) {
+    int const sharing = w.sharing, over_two = w.over_two;  // not bindings: lambdas capture them
     tcp_transport::group g(3, quick(10s));
     std::vector<int> answers(3, -1);  // -1: no answer; -2: the rank failed; else the two bits
     {
