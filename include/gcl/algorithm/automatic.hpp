@@ -319,7 +319,7 @@ struct automatic_of {
   static Alg as_run_on(Comm& comm) {
     if constexpr (std::same_as<Alg, ring>)
       return by_size::ring_of(detail::thresholds_of_comm(comm), comm.size(),
-                              detail::ranks_share_cores_of(comm));
+                              detail::hint_of(comm, detail::ranks_share_cores));
     else
       return Alg{};
   }

@@ -91,74 +91,38 @@ all_reduce_thresholds thresholds_of_comm(Comm& comm) {
     return thresholds_of<typename Comm::transport_type>();
 }
 
-// Whether the transport (or the one a decorator such as `counting` wraps, `inner()`) says that
-// ranks of the job share cores; false if it cannot tell.
-template <class Transport>
-bool ranks_share_cores(Transport const& t) {
-  if constexpr (requires {
-                  { t.ranks_share_cores() } -> std::convertible_to<bool>;
-                })
-    return t.ranks_share_cores();
+// A yes/no hint a transport may give about where its ranks run (transport_hints.hpp), asked of
+// it, or of the transport a decorator such as `counting` wraps (`inner()`); false where neither
+// gives it. `ask` calls the member and is not invocable on a transport without it.
+template <class Transport, class Ask>
+bool hint(Transport const& t, Ask ask) {
+  if constexpr (std::invocable<Ask, Transport const&>)
+    return ask(t);
   else if constexpr (requires { t.inner(); })
-    return ranks_share_cores(t.inner());
+    return hint(t.inner(), ask);
   else
     return false;
 }
 
 // The same, of a communicator's transport; false for a communicator that does not show one.
-template <class Comm>
-bool ranks_share_cores_of(Comm& comm) {
+template <class Comm, class Ask>
+bool hint_of(Comm& comm, Ask ask) {
   if constexpr (requires { comm.transport(); })
-    return ranks_share_cores(comm.transport());
+    return hint(comm.transport(), ask);
   else
     return false;
 }
 
-// Whether the transport (or the one a decorator wraps) says that some host of the job has more
-// than two ranks per CPU; false if it cannot tell.
-template <class Transport>
-bool ranks_over_two_per_cpu(Transport const& t) {
-  if constexpr (requires {
-                  { t.ranks_over_two_per_cpu() } -> std::convertible_to<bool>;
-                })
-    return t.ranks_over_two_per_cpu();
-  else if constexpr (requires { t.inner(); })
-    return ranks_over_two_per_cpu(t.inner());
-  else
-    return false;
-}
-
-// The same, of a communicator's transport; false for a communicator that does not show one.
-template <class Comm>
-bool ranks_over_two_per_cpu_of(Comm& comm) {
-  if constexpr (requires { comm.transport(); })
-    return ranks_over_two_per_cpu(comm.transport());
-  else
-    return false;
-}
-
-// Whether the transport (or the one a decorator wraps) says that its ranks crowd the cores (at
-// least two per CPU); false if it cannot tell.
-template <class Transport>
-bool ranks_crowd_cores(Transport const& t) {
-  if constexpr (requires {
-                  { t.ranks_crowd_cores() } -> std::convertible_to<bool>;
-                })
-    return t.ranks_crowd_cores();
-  else if constexpr (requires { t.inner(); })
-    return ranks_crowd_cores(t.inner());
-  else
-    return false;
-}
-
-// The same, of a communicator's transport; false for a communicator that does not show one.
-template <class Comm>
-bool ranks_crowd_cores_of(Comm& comm) {
-  if constexpr (requires { comm.transport(); })
-    return ranks_crowd_cores(comm.transport());
-  else
-    return false;
-}
+// The hints: ranks of the job share cores; some host has more than two ranks per CPU; the
+// ranks crowd the cores (at least two per CPU).
+inline constexpr auto ranks_share_cores =
+    [](auto const& t) -> decltype(bool(t.ranks_share_cores())) { return t.ranks_share_cores(); };
+inline constexpr auto ranks_over_two_per_cpu =
+    [](auto const& t) -> decltype(bool(t.ranks_over_two_per_cpu())) {
+  return t.ranks_over_two_per_cpu();
+};
+inline constexpr auto ranks_crowd_cores =
+    [](auto const& t) -> decltype(bool(t.ranks_crowd_cores())) { return t.ranks_crowd_cores(); };
 
 }  // namespace detail
 
@@ -211,12 +175,13 @@ struct by_size {
     auto const t = sizes.value_or(detail::thresholds_of_comm(comm));
     std::size_t const bytes = data.size_bytes();
     if (bytes < t.direct_below_if_cores_crowded && comm.size() <= direct_max_ranks &&
-        detail::ranks_crowd_cores_of(comm))
+        detail::hint_of(comm, detail::ranks_crowd_cores))
       return direct{}.all_reduce(comm, data, op);
-    bool const cores_shared = detail::ranks_share_cores_of(comm);
+    bool const cores_shared = detail::hint_of(comm, detail::ranks_share_cores);
     if (cores_shared && bytes >= t.tree_from_if_cores_shared) {
       std::size_t tree_below = t.tree_below_if_cores_shared;
-      if (t.tree_below_if_over_two_per_cpu > tree_below && detail::ranks_over_two_per_cpu_of(comm))
+      if (t.tree_below_if_over_two_per_cpu > tree_below &&
+          detail::hint_of(comm, detail::ranks_over_two_per_cpu))
         tree_below = t.tree_below_if_over_two_per_cpu;
       if (bytes < tree_below) return tree{}.all_reduce(comm, data, op);
     }
