@@ -258,6 +258,20 @@ class communicator {
   /// `sendrecv_reduce` steps post each receive before the send.
   static constexpr bool forwards_reduced = forwarding_transport<Transport>;
 
+  /// Whether `send(dst, out)` offers `out` to be read where it lies, returning only once `dst`
+  /// has read it, rather than copying it out at once (`forwarding_transport`: shm, for a large
+  /// message in its pool). Ring's scatter-reduce forwards only where its first send is not
+  /// one: ranks that each send before they receive would otherwise wait on one another.
+  template <class T>
+  bool offers(int dst, std::span<T const> out) const {
+    if constexpr (forwarding_transport<Transport>) {
+      check_peer(dst, "send to");
+      return transport_->offers(transport_rank(dst), std::as_bytes(out));
+    } else {
+      return false;
+    }
+  }
+
   /// Receives `acc.size()` elements from `src` and combines them into `acc` as
   /// `sendrecv_reduce` does, without sending: as they arrive over a `forwarding_transport`,
   /// else received into scratch and reduced.

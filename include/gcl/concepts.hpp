@@ -10,6 +10,7 @@
 #include <ranges>
 #include <span>
 #include <type_traits>
+#include <utility>
 
 #include "call_info.hpp"
 #include "combiner.hpp"
@@ -75,12 +76,17 @@ concept combining_transport = sendrecv_transport<T> &&
 /// message as the incoming one arrives, where the transport can: shm), leaving `acc`'s contents
 /// unspecified. Each returns false, having sent and received nothing, where the transport cannot;
 /// the caller then receives, reduces and sends itself. Counts, orders and checks its messages as
-/// a `recv` (and then a `send`). Detected, not required: ring's scatter-reduce takes them.
+/// a `recv` (and then a `send`). And `t.offers(dst, out)`: whether `send(dst, out)` would offer
+/// `out` where it lies and return only once `dst` has read it (shm: a message from its pool),
+/// where ranks that each send before they receive would wait on one another. Detected, not
+/// required: ring's scatter-reduce takes them where its first send is not an offer.
 template <class T>
 concept forwarding_transport = transport<T> &&
-    requires(T& t, int peer, tag tg, std::span<std::byte> acc, combiner const& c) {
+    requires(T& t, int peer, tag tg, std::span<std::byte> acc, std::span<std::byte const> out,
+             combiner const& c) {
   { t.recv_reduce(peer, tg, acc, c) } -> std::same_as<bool>;
   { t.reduce_and_forward(peer, tg, acc, c, peer, tg) } -> std::same_as<bool>;
+  { std::as_const(t).offers(peer, out) } -> std::same_as<bool>;
 };
 
 /// Optional: `t.share_with_all(peers, tg, out, ins)` sends `out` to each rank of `peers` and

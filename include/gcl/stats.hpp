@@ -199,6 +199,12 @@ class counting : public detail::counting_group_base<Transport> {
     return true;
   }
 
+  /// The wrapped transport's answer; nothing is sent.
+  bool offers(int dst,
+              std::span<std::byte const> out) const requires forwarding_transport<Transport> {
+    return inner_.offers(dst, out);
+  }
+
   /// Counted as the sends and receives it is (one round), when the wrapped transport shared.
   bool share_with_all(std::span<int const> peers, tag tg, std::span<std::byte const> out,
                       std::span<std::span<std::byte> const> ins) requires

@@ -142,6 +142,60 @@ BOOST_AUTO_TEST_CASE(threads_read_large_messages_from_the_pool_exactly) {
   }
 }
 
+// Ring's scatter-reduce forwards each chunk it combines from ring to ring (reduce_and_forward),
+// which begins with a plain send; from a pool buffer that send is an offer, which returns only
+// once its receiver has read it, so every rank would wait in it for a rank waiting in its own
+// (until each gave up polling and copied the other's offer aside: P = 2, 1 MiB took 4-5x the
+// time). The transport says which sends are offers (`offers`), and a rank whose chunks are in
+// its pool sends each step from there, read in place, and forwards nothing. The same ranks with
+// ordinary buffers do forward (so the counter counts).
+BOOST_AUTO_TEST_CASE(ring_over_pool_buffers_sends_from_the_pool_rather_than_forwarding) {
+  for (int p : {2, 3, 4}) {
+    auto opts = with_pool(1 << 20);
+    opts.combine_bytes = 1;  // chunks combined as they arrive, which forwarding needs
+    auto got = gcl::spawn<gcl::shm_transport>(
+        p,
+        [](auto& comm) {
+          auto& t = comm.transport();
+          int const size = comm.size(), me = comm.rank();
+          std::size_t const n = 8192 * static_cast<std::size_t>(size);  // 32 KiB chunks
+          auto pooled = t.template allocate<float>(n);
+          std::vector<float> plain(n);
+          int const left = (me + size - 1) % size;
+          auto whole = std::span<float const>(pooled);
+          bool const says = comm.offers(left, whole) &&
+                            !comm.offers(left, whole.first(16)) &&  // below offer_bytes
+                            !comm.offers(left, std::span<float const>(plain));
+          bool exact = true;
+          auto ring_is_exact = [&](auto& buf) {
+            for (std::size_t i = 0; i < n; ++i) buf[i] = value(me, i);
+            gcl::all_reduce(comm, buf, gcl::sum{}, gcl::ring{});
+            for (std::size_t i = 0; i < n; ++i) {
+              float s = 0;
+              for (int r = 0; r < size; ++r) s += value(r, i);
+              exact = exact && buf[i] == s;
+            }
+          };
+          ring_is_exact(pooled);
+          auto const from_pool = t.sent_from_pool();
+          auto const forwarded_from_pool = t.bytes_forwarded();
+          ring_is_exact(plain);
+          return std::make_tuple(says, exact, from_pool, forwarded_from_pool,
+                                 t.bytes_forwarded() - forwarded_from_pool);
+        },
+        opts);
+    for (int r = 0; r < p; ++r) {
+      auto const& [says, exact, from_pool, forwarded_from_pool, forwarded_plain] = got[r];
+      BOOST_TEST(says, "P=" << p << " rank " << r << ": offers() misjudged a send");
+      BOOST_TEST(exact, "P=" << p << " rank " << r << ": a result is wrong");
+      // every scatter-reduce step sent from the pool
+      BOOST_TEST(from_pool >= static_cast<std::uint64_t>(p - 1), "P=" << p << " rank " << r);
+      BOOST_TEST(forwarded_from_pool == 0u, "P=" << p << " rank " << r);
+      if (p > 2) BOOST_TEST(forwarded_plain > 0u, "P=" << p << " rank " << r);
+    }
+  }
+}
+
 // Only a message that lies wholly in the sender's pool is read there (its last bytes included);
 // one from ordinary memory goes through the rings, and arrives intact. (The pool ends the
 // segment: no message can start in it and run past its end.)

@@ -94,19 +94,28 @@ struct ring {
     int const left = detail::mod(n - 1, p), right = detail::mod(n + 1, p);
     auto chunk = [&](int c) { return data.subspan(chunks.offset(c), chunks.size(c)); };
     constexpr int first = -1;  // step 1 sends chunk (n - 1) mod p (doc/algorithms.md)
+    bool forwarded = false;
     if constexpr (Comm::forwards_reduced) {
       // Phase I, the same messages in the same order: what a step receives and combines is
       // what the next step sends, so it goes straight into that message as it is combined
       // (communicator::reduce_and_forward; shm), and is never written here: each partial chunk
-      // is written once, where combining it into ours and sending that wrote it twice.
-      comm.send(left, std::span<T const>(chunk(detail::ring_send_chunk(n, 1, p, first))),
-                detail::collective_tag);
-      for (int i = 1; i < p - 1; ++i)
-        comm.reduce_and_forward(right, chunk(detail::ring_recv_chunk(n, i, p, first)), left, op,
-                                received_operand::right, detail::collective_tag);
-      comm.recv_reduce(right, chunk(detail::ring_recv_chunk(n, p - 1, p, first)), op,
-                       received_operand::right, detail::collective_tag);
-    } else {
+      // is written once, where combining it into ours and sending that wrote it twice. Not
+      // where the first send would be an offer (shm: `data` in its pool), which returns only
+      // once it is read: every rank would wait in it for a rank waiting in its own, and each
+      // copies the other's offer aside only after polling in vain (P = 2, 1 MiB: 4-5x the
+      // time). Either way the messages are the same, so each rank chooses for itself.
+      auto const opening = std::span<T const>(chunk(detail::ring_send_chunk(n, 1, p, first)));
+      if (!comm.offers(left, opening)) {
+        comm.send(left, opening, detail::collective_tag);
+        for (int i = 1; i < p - 1; ++i)
+          comm.reduce_and_forward(right, chunk(detail::ring_recv_chunk(n, i, p, first)), left, op,
+                                  received_operand::right, detail::collective_tag);
+        comm.recv_reduce(right, chunk(detail::ring_recv_chunk(n, p - 1, p, first)), op,
+                         received_operand::right, detail::collective_tag);
+        forwarded = true;
+      }
+    }
+    if (!forwarded) {
       for (int i = 1; i <= p - 1; ++i) {  // phase I: scatter-reduce
         // The chunk received is combined into ours as it arrives, where the transport can
         // (communicator::sendrecv_reduce): no scratch copy of it goes through memory.

@@ -354,6 +354,12 @@ class hybrid_transport {
     return forwarded;
   }
 
+  /// shm's `offers` when `dst` is on this host; a TCP send never waits for its receive.
+  bool offers(int dst, std::span<std::byte const> out) const {
+    auto const& s = *s_;
+    return s.on_shm(dst) && s.shm->offers(s.number_of(dst), out);
+  }
+
   hybrid_transport(hybrid_transport&&) noexcept = default;
   hybrid_transport& operator=(hybrid_transport&&) noexcept = default;
 

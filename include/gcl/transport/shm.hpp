@@ -236,6 +236,13 @@ class shm_transport {
     return impl_->reduce_and_forward(src, recv_tag, acc, c, dst, send_tag);
   }
 
+  /// Whether `send(dst, out)` offers `out` where it lies rather than writing it into the ring,
+  /// and so returns only once `dst` has read it (`forwarding_transport`): a message of at least
+  /// `shm_options::pool_offer_threshold()` bytes in this rank's pool, or of `offer_bytes` read by
+  /// cross-memory attach. Ring's scatter-reduce does not forward when its first send would be
+  /// one: every rank would wait in that send for a rank that waits in its own.
+  bool offers(int dst, std::span<std::byte const> out) const { return impl_->offers(dst, out); }
+
   /// A second endpoint of this rank with rings of its own, among the ranks `b` names
   /// (`forkable_transport`): the lane of a communicator's non-blocking collectives. Its
   /// segment is found by a new random token, which travels over this transport; it shares this

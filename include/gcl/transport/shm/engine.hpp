@@ -277,6 +277,12 @@ class alignas(64) shm_impl {
     return true;
   }
 
+  // Whether send(peer, out) offers `out` where it lies, and so returns only once peer has read
+  // it: a message from the pool, or one read by cross-memory attach.
+  bool offers(int peer, std::span<std::byte const> out) const {
+    return offer_kind(peer, out) != offer_none;
+  }
+
   // Whether a message of `bytes` is combined as it arrives (sendrecv_reduce).
   bool combines(std::size_t bytes, combiner const& c) const noexcept {
     return c.element_size != 0 && c.element_size <= ring_piece_bytes / 4 &&
@@ -637,18 +643,12 @@ class alignas(64) shm_impl {
   // whether it offered (then finish_offer or withdraw).
   bool post(int peer, tag tg, std::span<std::byte const> out) {
     auto& pb = seg_->pair(o_.rank, peer);
-    bool const large = out.size() >= o_.offer_bytes && !out.empty();
-    // Only a message large enough to be offered is looked for in the pool (small ones are the
-    // hot path).
-    bool const pooled = (large || out.size() >= pool_offer_threshold_) && !out.empty() &&
-                        pool_->contains(out.data(), out.size());
-    bool const in_pool = pooled && out.size() >= pool_offer_threshold_;
-    // A smaller message from the pool streams: read by address it would be slower still.
-    bool const offer =
-        in_pool || (large && !pooled && pb.pull_ok.load(std::memory_order_relaxed) != 0);
+    auto const kind = offer_kind(peer, out);
+    bool const in_pool = kind == offer_in_pool;
+    bool const offer = kind != offer_none;
     shm_envelope h;
     h.tg = static_cast<std::uint32_t>(tg);
-    h.offer = in_pool ? offer_in_pool : offer ? offer_by_address : offer_none;
+    h.offer = kind;
     h.size = out.size();
     h.address = in_pool ? seg_->offset_of(out.data())
                 : offer ? reinterpret_cast<std::uintptr_t>(out.data())
@@ -661,6 +661,22 @@ class alignas(64) shm_impl {
       if (!offer) write(peer, tg, out.data(), out.size(), out.size());
     }
     return offer;
+  }
+
+  // How post sends `out` to `peer`: offered from this rank's pool, offered by its address
+  // (where the peer can read this process's memory), or written into the ring (offer_none).
+  std::uint8_t offer_kind(int peer, std::span<std::byte const> out) const {
+    if (out.empty()) return offer_none;
+    bool const large = out.size() >= o_.offer_bytes;
+    // Only a message large enough to be offered is looked for in the pool (small ones are the
+    // hot path).
+    bool const pooled =
+        (large || out.size() >= pool_offer_threshold_) && pool_->contains(out.data(), out.size());
+    if (pooled && out.size() >= pool_offer_threshold_) return offer_in_pool;
+    // A smaller message from the pool streams: read by address it would be slower still.
+    if (large && !pooled && seg_->pair(o_.rank, peer).pull_ok.load(std::memory_order_relaxed) != 0)
+      return offer_by_address;
+    return offer_none;
   }
 
   // Offers the `bytes` staged in this rank's share area to `peer` (share_with_all).
