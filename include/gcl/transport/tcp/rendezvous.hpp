@@ -60,13 +60,11 @@ class tcp_rendezvous : public std::enable_shared_from_this<tcp_rendezvous> {
         table_(static_cast<std::size_t>(o.size)),
         where_(static_cast<std::size_t>(o.size)),
         keys_(static_cast<std::size_t>(o.size)),
-        shares_cores_(static_cast<std::size_t>(o.size)),
-        over_two_per_cpu_(static_cast<std::size_t>(o.size)),
+        flags_(static_cast<std::size_t>(o.size)),
         attempt_(static_cast<std::size_t>(o.size)),
         expected_(o.size - 1) {
     keys_[static_cast<std::size_t>(o.rank)] = o.host_key;
-    shares_cores_[static_cast<std::size_t>(o.rank)] = o.shares_cores;
-    over_two_per_cpu_[static_cast<std::size_t>(o.rank)] = o.over_two_per_cpu;
+    flags_[static_cast<std::size_t>(o.rank)] = table_flags(o.shares_cores, o.over_two_per_cpu);
   }
 
   std::vector<std::optional<tcp::socket>>& peers() { return peers_; }
@@ -75,15 +73,10 @@ class tcp_rendezvous : public std::enable_shared_from_this<tcp_rendezvous> {
   std::vector<host_key> const& keys() const { return keys_; }
   // Whether any rank of the job shares a core (tcp_options::shares_cores), known once run()
   // returns: every rank has the same table, so every rank gives the same answer.
-  bool any_shares_cores() const {
-    return std::any_of(shares_cores_.begin(), shares_cores_.end(), [](bool b) { return b; });
-  }
+  bool any_shares_cores() const { return any_rank_has(table_shares_cores); }
   // Whether any rank's host has more than two ranks per CPU (tcp_options::over_two_per_cpu),
   // the same on every rank as any_shares_cores.
-  bool any_over_two_per_cpu() const {
-    return std::any_of(over_two_per_cpu_.begin(), over_two_per_cpu_.end(),
-                       [](bool b) { return b; });
-  }
+  bool any_over_two_per_cpu() const { return any_rank_has(table_over_two_per_cpu); }
   // Whether this rank and rank r share a host and so, with connect_same_host false, have no
   // data connection (only once rank 0's table has come, for a rank other than 0).
   bool apart(int r) const {
@@ -134,6 +127,17 @@ class tcp_rendezvous : public std::enable_shared_from_this<tcp_rendezvous> {
   }
 
  private:
+  // A rank's table flags (wire.hpp) from its options' two facts.
+  static std::uint8_t table_flags(bool shares_cores, bool over_two_per_cpu) {
+    return static_cast<std::uint8_t>((shares_cores ? table_shares_cores : 0) |
+                                     (over_two_per_cpu ? table_over_two_per_cpu : 0));
+  }
+  // Whether any rank's flags_ have `flag`.
+  bool any_rank_has(std::uint8_t flag) const {
+    return std::any_of(flags_.begin(), flags_.end(),
+                       [&](std::uint8_t f) { return (f & flag) != 0; });
+  }
+
   struct conn {
     explicit conn(asio::io_context& io) : socket(io), timer(io) {}
     tcp::socket socket;
@@ -373,8 +377,8 @@ class tcp_rendezvous : public std::enable_shared_from_this<tcp_rendezvous> {
       auto const i = static_cast<std::size_t>(h.rank);
       table_[i] = tcp::endpoint(a, h.port);
       keys_[i] = h.key;
-      shares_cores_[i] = (h.flags & hello_shares_cores) != 0;
-      over_two_per_cpu_[i] = (h.flags & hello_over_two_per_cpu) != 0;
+      flags_[i] =
+          table_flags((h.flags & hello_shares_cores) != 0, (h.flags & hello_over_two_per_cpu) != 0);
       where_[i] = "rank " + std::to_string(h.rank) + " at " + endpoint_text(from);
       peers_[i].emplace(std::move(c->socket));
       ++joined_;
@@ -426,8 +430,7 @@ class tcp_rendezvous : public std::enable_shared_from_this<tcp_rendezvous> {
       e.family = a.is_v6() ? 6 : 4;
       e.port = table_[r].port();
       e.key = keys_[r];
-      e.flags = static_cast<std::uint8_t>((shares_cores_[r] ? table_shares_cores : 0) |
-                                          (over_two_per_cpu_[r] ? table_over_two_per_cpu : 0));
+      e.flags = flags_[r];
       if (a.is_v6()) {
         e.address = a.to_v6().to_bytes();
       } else {
@@ -565,8 +568,8 @@ class tcp_rendezvous : public std::enable_shared_from_this<tcp_rendezvous> {
         a = asio::ip::address_v4({e.address[0], e.address[1], e.address[2], e.address[3]});
       table_[at] = tcp::endpoint(a, e.port);
       keys_[at] = e.key;
-      shares_cores_[at] = (e.flags & table_shares_cores) != 0;
-      over_two_per_cpu_[at] = (e.flags & table_over_two_per_cpu) != 0;
+      flags_[at] =
+          static_cast<std::uint8_t>(e.flags & (table_shares_cores | table_over_two_per_cpu));
       if (i > o_.rank)
         where_[at] = "rank " + std::to_string(i) + " at " + endpoint_text(table_[at]);
     }
@@ -592,11 +595,12 @@ class tcp_rendezvous : public std::enable_shared_from_this<tcp_rendezvous> {
   std::set<int> claimed_;
   int joined_ = 0, tables_sent_ = 0, connected_ = 0;
   bool finished_ = false;
-  std::vector<host_key> keys_;      // keys_[r]: rank r's host key (from its hello, or the table)
-  std::vector<bool> shares_cores_;  // shares_cores_[r]: rank r's tcp_options::shares_cores (same)
-  std::vector<bool> over_two_per_cpu_;  // rank r's tcp_options::over_two_per_cpu (same)
-  std::vector<std::string> attempt_;    // the state of this rank's connection to each lower rank
-  int expected_;                        // connections a rank other than 0 waits for
+  std::vector<host_key> keys_;  // keys_[r]: rank r's host key (from its hello, or the table)
+  // flags_[r]: rank r's tcp_options::shares_cores and over_two_per_cpu, as the table's bits
+  // (table_shares_cores, table_over_two_per_cpu), from its hello or the table as keys_
+  std::vector<std::uint8_t> flags_;
+  std::vector<std::string> attempt_;  // the state of this rank's connection to each lower rank
+  int expected_;                      // connections a rank other than 0 waits for
   std::exception_ptr failure_;
 };
 
