@@ -23,6 +23,8 @@
 #include <thread>
 #include <vector>
 
+#include "support/error_of.hpp"
+
 namespace {
 
 cpu_set_t allowed_cpus() {
@@ -46,14 +48,7 @@ void on_a_thread(F f) {
   t.join();
 }
 
-std::string error_of(auto&& f) {
-  try {
-    f();
-  } catch (std::exception const& e) {
-    return e.what();
-  }
-  return "no error";
-}
+using gcl_test::error_of;
 
 }  // namespace
 

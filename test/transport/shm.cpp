@@ -1,6 +1,7 @@
 #define BOOST_TEST_MODULE transport_shm
 #include <boost/test/unit_test.hpp>
 
+#include "../support/error_of.hpp"
 #include "../support/sendrecv_reduce_checks.hpp"
 
 // shm_transport's semantics (doc/requirements/transport.md) over ranks that are threads of this
@@ -80,15 +81,7 @@ std::vector<std::byte> pattern(int from, int to, int tag, int k, std::size_t n) 
   return v;
 }
 
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (std::exception const& e) {
-    return e.what();
-  }
-  return "";
-}
+using gcl_test::error_of;
 
 }  // namespace
 
