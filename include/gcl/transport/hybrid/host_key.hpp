@@ -10,8 +10,8 @@
 #include <array>
 #include <cstdint>
 #include <cstring>
-#include <fstream>
-#include <string>
+
+#include "../../detail/boot_id.hpp"
 
 namespace gcl::detail {
 
@@ -19,21 +19,8 @@ namespace gcl::detail {
 // /proc/self/ns/net, 4 of the uid. Never all zero (the uid part of root is, the rest is not).
 inline std::array<std::uint8_t, 32> this_host_key() {
   std::array<std::uint8_t, 32> k{};
-  std::ifstream f("/proc/sys/kernel/random/boot_id");
-  std::string id;
-  std::getline(f, id);
-  std::size_t at = 0;
-  bool high = true;
-  for (char c : id) {
-    int v = c >= '0' && c <= '9'   ? c - '0'
-            : c >= 'a' && c <= 'f' ? c - 'a' + 10
-            : c >= 'A' && c <= 'F' ? c - 'A' + 10
-                                   : -1;
-    if (v < 0 || at >= 16) continue;
-    k[at] = static_cast<std::uint8_t>(high ? v << 4 : k[at] | v);
-    if (!high) ++at;
-    high = !high;
-  }
+  auto const boot = this_boot_id();
+  std::memcpy(k.data(), boot.data(), boot.size());
   struct stat st {};
   if (::stat("/proc/self/ns/net", &st) == 0) {
     auto dev = static_cast<std::uint32_t>(st.st_dev);
