@@ -1,7 +1,8 @@
-// libFuzzer harness: decode_hello on any bytes.
-// Invariants: nothing is read outside the input; a hello is accepted only from 64 bytes or more,
+// libFuzzer harness: decode_hello on any bytes, and hello_cpus::decode on what follows a hello.
+// Invariants: nothing is read outside the input; a hello is accepted only from 96 bytes or more,
 // with the right magic and version, a known kind and address family 4 or 6; re-encoding it
-// gives back its bytes (the reserved ones aside); error texts are bounded.
+// gives back its bytes (the reserved ones aside), and so does re-encoding its sequel; error
+// texts are bounded.
 
 #include <gcl/transport/tcp/wire.hpp>
 
@@ -37,5 +38,14 @@ extern "C" int LLVMFuzzerTestOneInput(std::uint8_t const* data, std::size_t size
                  again.value.token == h.token && again.value.port == h.port &&
                  again.value.address == h.address && again.value.key == h.key &&
                  again.value.flags == h.flags);
+
+  // The sequel of a join hello (rank 0 reads it once the hello has passed): any bytes decode.
+  if (size >= hello_size + hello_cpus_size) {
+    auto const sequel = in.subspan(hello_size).first<hello_cpus_size>();
+    auto const cpus = hello_cpus::decode(sequel);
+    std::array<std::byte, hello_cpus_size> back{};
+    cpus.encode(back.data());
+    GCL_FUZZ_CHECK(std::memcmp(back.data(), sequel.data(), hello_cpus_size) == 0);
+  }
   return 0;
 }

@@ -10,7 +10,7 @@ import os
 import struct
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-FRAME_MAGIC, HELLO_MAGIC, REPLY_MAGIC, VERSION = 0x314C4347, 0x484C4347, 0x524C4347, 4
+FRAME_MAGIC, HELLO_MAGIC, REPLY_MAGIC, VERSION = 0x314C4347, 0x484C4347, 0x524C4347, 6
 
 
 def write(decoder, name, data):
@@ -96,6 +96,8 @@ write("hello", "family_9", hello(family=9))
 write("hello", "kind_7", hello(kind=7))
 write("hello", "version_7", hello(version=7))
 write("hello", "join_shares_cores_with_key", hello(flags=3, key=bytes(range(1, 33))))
+# a join hello and its sequel: the machine (boot id) and the CPU bitmap (CPUs 0 and 9)
+write("hello", "join_with_cpus", hello() + bytes(range(1, 17)) + b"\x01\x02" + b"\0" * 126)
 write("hello", "garbage", b"garbage\n")
 
 # replies

@@ -16,6 +16,7 @@
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -596,13 +597,15 @@ void stranger(std::uint16_t port, std::string const& bytes_to_send) {
   s.close(ec);
 }
 
+// A hello, and after a join hello the rank's CPUs (none known), as a rank sends them.
 std::string hello_bytes(std::string const& token, int rank, int size, gcl::detail::hello_kind k) {
   gcl::detail::hello h;
   h.kind = k;
   h.rank = rank;
   h.size = size;
   h.token = gcl::detail::token_hash(token);
-  std::string s(gcl::detail::hello_size, '\0');
+  bool const join = k == gcl::detail::hello_kind::join;
+  std::string s(gcl::detail::hello_size + (join ? gcl::detail::hello_cpus_size : 0), '\0');
   h.encode(reinterpret_cast<std::byte*>(s.data()));
   return s;
 }
@@ -721,6 +724,67 @@ BOOST_AUTO_TEST_CASE(every_rank_learns_whether_any_rank_shares_cores) {
   auto answers = gcl::spawn<tcp_transport>(
       3, [](auto& comm) { return comm.transport().ranks_share_cores(); }, o);
   BOOST_TEST((answers == std::vector<bool>{true, true, true}));
+}
+
+// Where every rank of a machine gives its CPUs (tcp_options::cpus, from_env's affinity mask),
+// rank 0 judges from them whether the machine's ranks share cores, in place of each rank's
+// guess from how many ranks its launcher says share the host: a launcher that binds each rank
+// to a CPU of its own (mpirun -n 2) leaves every rank one CPU of two ranks, which it takes for
+// shared. The polling follows the judgement where GCL_SPIN_US did not set it
+// (spin_follows_cores). Two ranks per case, rank 0 through the group.
+BOOST_AUTO_TEST_CASE(rank_0_judges_shared_cores_from_every_ranks_cpus) {
+  struct rank_says {
+    std::vector<int> cpus;
+    bool guess;  // tcp_options::shares_cores, as from_env would have set it
+  };
+  struct answer {
+    bool shared;
+    std::chrono::microseconds spin;
+    bool operator==(answer const&) const = default;
+  };
+  auto const own = gcl::tcp_options::default_spin, shared = gcl::tcp_options::shared_core_spin;
+  auto run = [](rank_says const& r0, rank_says const& r1, bool follows) {
+    auto opts = quick(10s);
+    opts.spin_follows_cores = follows;
+    auto config = [&](gcl::tcp_options& o, rank_says const& r) {
+      o.cpus = r.cpus;
+      o.shares_cores = r.guess;
+      o.spin = gcl::tcp_options::spin_for_cores(r.guess, false);
+    };
+    config(opts, r0);
+    tcp_transport::group g(2, opts);
+    std::vector<std::optional<answer>> answers(2);
+    {
+      std::jthread one([&] {
+        auto o = g.options();
+        o.rank = 1;
+        config(o, r1);
+        try {
+          tcp_transport t(o);
+          answers[1] = answer{t.ranks_share_cores(), t.config().spin};
+        } catch (std::exception const&) {
+        }
+      });
+      try {
+        auto t = g.connect(0);
+        answers[0] = answer{t.ranks_share_cores(), t.config().spin};
+      } catch (std::exception const&) {
+      }
+    }
+    return answers;
+  };
+  using got = std::vector<std::optional<answer>>;
+  // Bound to a CPU each, each guessing "shared": not shared, and polling as ranks with a core.
+  BOOST_TEST((run({{0}, true}, {{1}, true}, true) == got{answer{false, own}, answer{false, own}}));
+  // The same CPU for both, each guessing "not shared": shared.
+  BOOST_TEST(
+      (run({{0}, false}, {{0}, false}, true) == got{answer{true, shared}, answer{true, shared}}));
+  // GCL_SPIN_US set (spin_follows_cores false): the judgement, but not the polling, changes.
+  BOOST_TEST(
+      (run({{0}, true}, {{1}, true}, false) == got{answer{false, shared}, answer{false, shared}}));
+  // Rank 1's CPUs not known: the machine is not judged, and each guess stands (rank 1 says
+  // shared, so every rank learns that some rank shares cores).
+  BOOST_TEST((run({{0}, false}, {{}, true}, true) == got{answer{true, own}, answer{true, shared}}));
 }
 
 // What the system chooses for new TCP connections ("" where /proc does not say).

@@ -95,7 +95,8 @@ struct fake_rank {
     h.size = o.size;
     h.token = wire::token_hash(o.token);
     h.port = listener.local_endpoint().port();
-    std::array<std::byte, wire::hello_size> hello{};
+    // The hello, and the CPUs that follow a join hello (none known).
+    std::array<std::byte, wire::hello_size + wire::hello_cpus_size> hello{};
     h.encode(hello.data());
     BOOST_REQUIRE(!write_for(io, socket, hello, 30s).ec);
     std::vector<std::byte> answer(wire::reply_size + wire::table_entry_size * o.size);
@@ -214,7 +215,9 @@ std::optional<gcl::transport_error> rank_1_hears(std::vector<std::byte> const& a
   rank0.async_accept(s, [&](boost::system::error_code ec) { accepted = !ec; });
   io.run_for(20s);
   BOOST_REQUIRE(accepted);
-  std::array<std::byte, wire::hello_size> hello{};
+  // The hello and the CPUs that follow it, all read before the answer (a close with bytes
+  // unread would reset the connection, and rank 1 might never read the answer).
+  std::array<std::byte, wire::hello_size + wire::hello_cpus_size> hello{};
   BOOST_REQUIRE(!read_for(io, s, hello, 20s).ec);
   auto h = wire::decode_hello(hello);
   BOOST_REQUIRE(h && h.value.rank == 1);
@@ -528,4 +531,56 @@ BOOST_AUTO_TEST_CASE(ranks_that_joined_hear_why_rank_0_gave_up) {
                          "for rank 2 to join"),
       text);
   BOOST_TEST(!contains(text, "End of file"), text);
+}
+
+// A rank of wire version 5 sends a 96-byte join hello and nothing after it: rank 0 reads no
+// CPUs from it (version 6 reads them only after a hello of its own version) and answers at
+// once that the versions differ, rather than waiting for bytes that never come. And a rank of
+// this version that refuses, because of its token, still reads its CPUs first, so that the
+// refused rank gets the reason, not a reset connection.
+BOOST_AUTO_TEST_CASE(an_older_rank_is_told_its_version_and_a_refused_one_why) {
+  tcp_transport::group g(2, options(30s));
+  std::optional<gcl::transport_error> error0;
+  std::jthread rank0([&] {
+    try {
+      auto t = g.connect(0);
+    } catch (gcl::transport_error const& e) {
+      error0 = e;
+    }
+  });
+  auto refusal = [&](std::uint16_t version, std::string const& token, std::size_t bytes) {
+    asio::io_context io;
+    tcp::socket s(io);
+    s.connect({asio::ip::make_address("127.0.0.1"), g.options().master_port});
+    wire::hello h;
+    h.version = version;
+    h.rank = 1;
+    h.size = 2;
+    h.token = wire::token_hash(token);
+    std::vector<std::byte> out(bytes);
+    h.encode(out.data());
+    BOOST_REQUIRE(!write_for(io, s, out, 10s).ec);
+    std::array<std::byte, wire::reply_size> answer{};
+    auto const got = read_for(io, s, answer, 5s);  // well before rank 0's 10 s for the CPUs
+    if (got.ec) return "no reply: " + got.ec.message();
+    auto r = wire::decode_reply(answer);
+    return r ? r.value.text : "a bad reply: " + r.error;
+  };
+  auto const older = refusal(5, g.options().token, wire::hello_size);
+  BOOST_TEST(contains(older, "refused: speaks gcl wire version 5, this rank speaks 6"), older);
+  auto const stranger =
+      refusal(wire::wire_version, "not the job's", wire::hello_size + wire::hello_cpus_size);
+  BOOST_TEST(contains(stranger, "refused: wrong job token"), stranger);
+  // The job still forms with its real rank 1.
+  auto o1 = g.options();
+  o1.rank = 1;
+  std::optional<gcl::transport_error> error1;
+  try {
+    tcp_transport t(o1);
+  } catch (gcl::transport_error const& e) {
+    error1 = e;
+  }
+  rank0.join();
+  BOOST_TEST(!error0, code_and_text(error0));
+  BOOST_TEST(!error1, code_and_text(error1));
 }

@@ -4,6 +4,8 @@
 #define BOOST_TEST_MODULE transport_tcp_options
 #include <boost/test/unit_test.hpp>
 
+#include <sched.h>
+
 #include <gcl/transport/tcp.hpp>
 
 #include <chrono>
@@ -324,6 +326,22 @@ BOOST_AUTO_TEST_CASE(more_than_two_ranks_to_a_cpu_poll_longer_still) {
   told["GCL_BOUND_CPU"] = "0";
   BOOST_TEST(from(told).spin == gcl::tcp_options::default_spin);
   BOOST_TEST(!from(told).over_two_per_cpu);
+}
+
+// The CPUs a rank sends at the rendezvous are those it may run on; its polling follows rank
+// 0's judgement of them unless GCL_SPIN_US says how long to poll.
+BOOST_AUTO_TEST_CASE(from_env_gives_the_cpus_this_process_may_use) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  BOOST_TEST_REQUIRE(sched_getaffinity(0, sizeof set, &set) == 0);
+  std::vector<int> want;
+  for (int c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &set)) want.push_back(c);
+  auto const o = from({});
+  BOOST_TEST(o.cpus == want, boost::test_tools::per_element());
+  BOOST_TEST(o.spin_follows_cores);
+  BOOST_TEST(!from({{"GCL_SPIN_US", "7"}}).spin_follows_cores);
+  BOOST_TEST(gcl::tcp_options{}.cpus.empty());  // not known unless said
 }
 
 BOOST_AUTO_TEST_CASE(same_host_connections_use_reno_unless_told_otherwise) {

@@ -5,12 +5,14 @@
 // they accept, and for what they refuse, the text. test/fuzz runs the same decoders on random
 // bytes.
 
+#include <gcl/transport/tcp/cores.hpp>
 #include <gcl/transport/tcp/wire.hpp>
 
 #include <array>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -159,6 +161,67 @@ BOOST_AUTO_TEST_CASE(hello_is_checked_for_magic_version_kind_and_family) {
   std::array<std::byte, 8> garbage{std::byte{'g'}, std::byte{'a'}};
   BOOST_TEST(!is_gcl_hello(garbage));
   BOOST_TEST(!is_gcl_hello(std::span(b).first(3)));
+}
+
+// What follows a join hello: its machine and CPUs, byte for byte; any bytes decode.
+BOOST_AUTO_TEST_CASE(hello_cpus_carry_the_machine_and_every_cpu_up_to_1023) {
+  hello_cpus h;
+  h.machine[0] = 0x12;
+  h.machine[15] = 0x34;
+  std::vector<int> const cpus{0, 9, 64, 1023};
+  h.cpus = cpu_bitmap(cpus);
+  BOOST_TEST(h.cpus[0] == 0x01);
+  BOOST_TEST(h.cpus[1] == 0x02);    // CPU 9
+  BOOST_TEST(h.cpus[8] == 0x01);    // CPU 64
+  BOOST_TEST(h.cpus[127] == 0x80);  // CPU 1023
+  std::array<std::byte, hello_cpus_size> b{};
+  h.encode(b.data());
+  auto d = hello_cpus::decode(b);
+  BOOST_TEST((d.machine == h.machine));
+  BOOST_TEST((d.cpus == h.cpus));
+  // A CPU the bitmap cannot hold makes the whole mask unknown (all zero), never a smaller one.
+  std::vector<int> const beyond{1, 1024};
+  BOOST_TEST((cpu_bitmap(beyond) == std::array<std::uint8_t, 128>{}));
+  BOOST_TEST((cpu_bitmap({}) == std::array<std::uint8_t, 128>{}));
+}
+
+namespace {
+
+hello_cpus rank_on(std::uint8_t machine, std::vector<int> const& cpus) {
+  hello_cpus h;
+  h.machine[0] = machine;
+  h.cpus = cpu_bitmap(cpus);
+  return h;
+}
+
+// "s", "2" (shares cores, more than two to a CPU), "-" (neither) or "u" (unjudged) per rank.
+std::string judged(std::vector<hello_cpus> const& ranks) {
+  std::string out;
+  for (auto const& j : judge_cores(ranks))
+    out += !j ? 'u' : j->over_two_per_cpu ? '2' : j->shares_cores ? 's' : '-';
+  return out;
+}
+
+}  // namespace
+
+// Ranks share cores when a machine's ranks outnumber the CPUs their masks allow together.
+BOOST_AUTO_TEST_CASE(ranks_share_cores_when_a_machine_has_more_of_them_than_their_cpus) {
+  // Bound to a CPU each (mpirun's default at two ranks): not shared, though each mask has one.
+  BOOST_TEST(judged({rank_on(1, {0}), rank_on(1, {1})}) == "--");
+  // Bound to the same CPU, or all free on one: shared.
+  BOOST_TEST(judged({rank_on(1, {0}), rank_on(1, {0})}) == "ss");
+  BOOST_TEST(judged({rank_on(1, {0, 1}), rank_on(1, {0, 1}), rank_on(1, {0, 1})}) == "sss");
+  // Five ranks on two CPUs: more than two to a CPU; four: two, shared but not more.
+  std::vector<hello_cpus> five(5, rank_on(1, {0, 1}));
+  BOOST_TEST(judged(five) == "22222");
+  five.pop_back();
+  BOOST_TEST(judged(five) == "ssss");
+  // Machines apart: each counted alone (two ranks of machine 2 on its CPU 0 share it).
+  BOOST_TEST(judged({rank_on(1, {0}), rank_on(2, {0}), rank_on(2, {0}), rank_on(1, {1})}) ==
+             "-ss-");
+  // A rank of a machine that did not give its CPUs (or its machine): that machine unjudged.
+  BOOST_TEST(judged({rank_on(1, {0}), rank_on(1, {}), rank_on(2, {0})}) == "uu-");
+  BOOST_TEST(judged({rank_on(0, {0}), rank_on(1, {0})}) == "u-");
 }
 
 BOOST_AUTO_TEST_CASE(reply_text_is_bounded_and_must_end_inside_the_reply) {

@@ -5,8 +5,6 @@
 /// environment that `tools/gcl-launch`, `torchrun`-style launchers, `mpirun` and `srun` set.
 /// Needs no Boost, so a program can parse its options without including Asio.
 
-#include <sched.h>
-
 #include <algorithm>
 #include <array>
 #include <charconv>
@@ -19,7 +17,9 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
+#include "../../detail/spread_over_cpus.hpp"
 #include "../../error.hpp"
 
 namespace gcl {
@@ -55,6 +55,8 @@ struct tcp_options {
   /// thread runs at the lowest priority (nice 19), so that it never preempts its own polling
   /// caller: measured on 2 cores, a 4-byte all_reduce at P = 2 took
   /// 8-19 us so, 35-58 us when the I/O thread preempted the poller, 60-100 us without polling.
+  /// Where rank 0 can judge from the ranks' CPUs whether they share cores (`cpus`), that
+  /// judgement replaces `from_env`'s guess at the rendezvous (`spin_follows_cores`).
   std::chrono::microseconds spin{0};
   /// What `from_env` sets `spin` to when ranks have cores of their own.
   static constexpr std::chrono::microseconds default_spin{50};
@@ -113,6 +115,17 @@ struct tcp_options {
   /// keeps the binomial tree to larger sizes
   /// (`all_reduce_thresholds::tree_below_if_over_two_per_cpu`).
   bool over_two_per_cpu = false;
+  /// The CPUs this rank may run on, sent to rank 0 at the rendezvous with its machine's boot id.
+  /// Rank 0 counts the ranks of each machine against the CPUs their masks allow together, and
+  /// where every rank of a machine gave its CPUs, that judgement replaces their
+  /// `shares_cores` and `over_two_per_cpu` (tcp/cores.hpp): a rank's own mask cannot tell a
+  /// launcher that bound each rank to a CPU of its own (mpirun's default at two ranks, srun's
+  /// `--cpu-bind=cores`) from one CPU that all of them share. `from_env` sets it from the
+  /// affinity mask (`sched_getaffinity`); empty (the default, and a group's): not known.
+  std::vector<int> cpus;
+  /// Whether the rendezvous's judgement of this rank's cores (see `cpus`) sets `spin` as
+  /// `from_env` would from it: `from_env` sets it unless GCL_SPIN_US says how long to poll.
+  bool spin_follows_cores = false;
   /// This rank's host key, sent in its join hello; rank 0's address table carries every rank's
   /// (`tcp_impl::host_keys()`). Which ranks may share memory: `hybrid_transport` fills it
   /// (transport/hybrid/host_key.hpp); all zero for a plain `tcp_transport`.
@@ -150,6 +163,7 @@ struct tcp_options {
   /// |             | MPI_LOCALNRANKS (MPICH)                                                   |
   /// | shares_cores| local_size above the usable CPUs, and no GCL_BOUND_CPU                    |
   /// | over_two_per_cpu (field) | local_size above twice the usable CPUs, no GCL_BOUND_CPU     |
+  /// | cpus        | the affinity mask (sched_getaffinity)                                     |
   ///
   /// Without GCL_TOKEN the token is derived from the first of these that is set, which every
   /// rank of one job shares and other jobs do not: TORCHELASTIC_RUN_ID (torchrun; not its
@@ -165,10 +179,15 @@ struct tcp_options {
   ///     auto comm = gcl::communicator(gcl::tcp_transport(gcl::tcp_options::from_env()));
   /// The CPUs this process may run on (its affinity mask), at least 1.
   static unsigned usable_cpus() {
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    if (sched_getaffinity(0, sizeof set, &set) != 0) return 1;
-    return static_cast<unsigned>(std::max(1, CPU_COUNT(&set)));
+    return static_cast<unsigned>(std::max<std::size_t>(1, detail::allowed_cpus().size()));
+  }
+
+  /// The polling `from_env` chooses for a rank whose cores are shared or not, as judged.
+  static constexpr std::chrono::microseconds spin_for_cores(bool shares_cores,
+                                                            bool over_two_per_cpu) noexcept {
+    return !shares_cores      ? default_spin
+           : over_two_per_cpu ? over_two_per_cpu_spin
+                              : shared_core_spin;
   }
 
   static tcp_options from_env() {
@@ -262,12 +281,12 @@ struct tcp_options {
     o.shares_cores = !own_core && o.local_size > 0;
     o.over_two_per_cpu =
         o.shares_cores && static_cast<unsigned long>(o.local_size) > 2ul * usable_cpus();
+    o.cpus = detail::allowed_cpus();
     if (auto s = first({"GCL_SPIN_US"}))
       o.spin = std::chrono::microseconds(integer(*s, 0, 1000000));
-    else if (own_core)
-      o.spin = default_spin;
-    else if (o.shares_cores)
-      o.spin = o.over_two_per_cpu ? over_two_per_cpu_spin : shared_core_spin;
+    else if (own_core || o.shares_cores)
+      o.spin = spin_for_cores(o.shares_cores, o.over_two_per_cpu);
+    o.spin_follows_cores = !first({"GCL_SPIN_US"}).has_value();
     if (auto c = first({"GCL_SAME_HOST_CONGESTION"}))
       o.same_host_congestion_control = c->second == "system" ? std::string{} : c->second;
     if (auto b = first({"GCL_BIND_ADDR"})) o.bind_address = b->second;

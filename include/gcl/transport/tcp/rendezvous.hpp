@@ -28,10 +28,12 @@
 #include <string>
 #include <vector>
 
+#include "../../detail/boot_id.hpp"
 #include "../../detail/error_text.hpp"
 #include "../../error.hpp"
 #include "../../log.hpp"
 #include "abort_state.hpp"
+#include "cores.hpp"
 #include "interfaces.hpp"
 #include "options.hpp"
 #include "wire.hpp"
@@ -61,10 +63,12 @@ class tcp_rendezvous : public std::enable_shared_from_this<tcp_rendezvous> {
         where_(static_cast<std::size_t>(o.size)),
         keys_(static_cast<std::size_t>(o.size)),
         flags_(static_cast<std::size_t>(o.size)),
+        cpus_(static_cast<std::size_t>(o.size)),
         attempt_(static_cast<std::size_t>(o.size)),
         expected_(o.size - 1) {
     keys_[static_cast<std::size_t>(o.rank)] = o.host_key;
     flags_[static_cast<std::size_t>(o.rank)] = table_flags(o.shares_cores, o.over_two_per_cpu);
+    cpus_[static_cast<std::size_t>(o.rank)] = own_cpus();
   }
 
   std::vector<std::optional<tcp::socket>>& peers() { return peers_; }
@@ -77,6 +81,13 @@ class tcp_rendezvous : public std::enable_shared_from_this<tcp_rendezvous> {
   // Whether any rank's host has more than two ranks per CPU (tcp_options::over_two_per_cpu),
   // the same on every rank as any_shares_cores.
   bool any_over_two_per_cpu() const { return any_rank_has(table_over_two_per_cpu); }
+  // What rank 0 judged of this rank's cores from the CPUs of its machine's ranks (cores.hpp),
+  // once run() returns; nothing where it could not judge.
+  std::optional<cores_judgement> own_cores() const {
+    auto const f = flags_[static_cast<std::size_t>(o_.rank)];
+    if ((f & table_cores_judged) == 0) return std::nullopt;
+    return cores_judgement{(f & table_shares_cores) != 0, (f & table_over_two_per_cpu) != 0};
+  }
   // Whether this rank and rank r share a host and so, with connect_same_host false, have no
   // data connection (only once rank 0's table has come, for a rank other than 0).
   bool apart(int r) const {
@@ -113,6 +124,7 @@ class tcp_rendezvous : public std::enable_shared_from_this<tcp_rendezvous> {
                                         : std::string(e.what()));
         throw;
       }
+      judge_cores_of_machines();
       send_tables();
       wait([&] { return tables_sent_ == o_.size - 1; },
            [&] { return std::string("sending the address table to the ranks"); });
@@ -132,6 +144,22 @@ class tcp_rendezvous : public std::enable_shared_from_this<tcp_rendezvous> {
     return static_cast<std::uint8_t>((shares_cores ? table_shares_cores : 0) |
                                      (over_two_per_cpu ? table_over_two_per_cpu : 0));
   }
+  // This rank's machine and CPUs, as its join hello's sequel carries them (wire.hpp).
+  hello_cpus own_cpus() const {
+    hello_cpus h;
+    h.machine = this_boot_id();
+    h.cpus = cpu_bitmap(o_.cpus);
+    return h;
+  }
+  // Rank 0, once every rank has joined: where it can judge from the CPUs of a machine's ranks
+  // whether they share cores, the judgement replaces their own guesses in the table.
+  void judge_cores_of_machines() {
+    auto const judged = judge_cores(cpus_);
+    for (std::size_t r = 0; r < judged.size(); ++r)
+      if (judged[r])
+        flags_[r] = static_cast<std::uint8_t>(
+            table_flags(judged[r]->shares_cores, judged[r]->over_two_per_cpu) | table_cores_judged);
+  }
   // Whether any rank's flags_ have `flag`.
   bool any_rank_has(std::uint8_t flag) const {
     return std::any_of(flags_.begin(), flags_.end(),
@@ -143,6 +171,7 @@ class tcp_rendezvous : public std::enable_shared_from_this<tcp_rendezvous> {
     tcp::socket socket;
     asio::steady_timer timer;
     std::array<std::byte, reply_size> buf{};
+    std::array<std::byte, hello_cpus_size> cpus{};  // what follows a join hello
     std::vector<std::byte> table;
   };
 
@@ -357,33 +386,50 @@ class tcp_rendezvous : public std::enable_shared_from_this<tcp_rendezvous> {
   void on_hello(std::shared_ptr<conn> c, tcp::endpoint const& from,
                 std::span<std::byte const> bytes) {
     auto decoded = decode_hello(bytes);
-    auto why = decoded ? check(decoded.value) : decoded.error;
-    if (!why.empty()) {
-      refuse(from, why);
+    if (decoded && decoded.value.kind == hello_kind::join) {
+      // Its machine and CPUs follow (wire.hpp, hello_cpus), read before the hello is judged:
+      // a refusal then closes a connection with nothing unread, where a close with bytes
+      // unread resets it, and the refused rank might lose the reply that says why.
+      c->timer.expires_after(
+          std::min<std::chrono::milliseconds>(o_.timeout, std::chrono::seconds(10)));
+      c->timer.async_wait([self = shared_from_this(), c, from](boost::system::error_code ec) {
+        if (ec) return;
+        self->refuse(from, "sent no CPUs after its hello within the time limit");
+        c->socket.close(ec);
+      });
+      asio::async_read(c->socket, asio::buffer(c->cpus),
+                       [self = shared_from_this(), c, from, h = decoded.value](
+                           boost::system::error_code ec, std::size_t) {
+                         c->timer.cancel();
+                         if (ec == asio::error::operation_aborted) return;  // timed out
+                         if (ec)
+                           return self->refuse(
+                               from, "closed before sending its CPUs (" + ec.message() + ")");
+                         self->admit(c, from, h, hello_cpus::decode(c->cpus));
+                       });
+      return;
+    }
+    if (!decoded) {
+      refuse(from, decoded.error);
       // A gcl peer (of any version) learns why; a stranger gets nothing.
-      if (is_gcl_hello(bytes)) reply_and_close(c, errc::protocol, prefix() + "refused: " + why);
+      if (is_gcl_hello(bytes))
+        reply_and_close(c, errc::protocol, prefix() + "refused: " + decoded.error);
       return;
     }
-    hello const& h = decoded.value;
+    admit(c, from, decoded.value, hello_cpus{});
+  }
+
+  // A well-formed hello (a join's with the CPUs that followed it): refused with the reason, or
+  // the rank joins (rank 0) or connects.
+  void admit(std::shared_ptr<conn> c, tcp::endpoint const& from, hello const& h,
+             hello_cpus const& cpus) {
+    if (auto why = check(h); !why.empty()) {
+      refuse(from, why);
+      reply_and_close(c, errc::protocol, prefix() + "refused: " + why);
+      return;
+    }
     c->socket.set_option(tcp::no_delay(true));
-    if (h.kind == hello_kind::join) {
-      asio::ip::address a = from.address();
-      if (std::any_of(h.address.begin(), h.address.end(), [](auto b) { return b != 0; })) {
-        if (h.family == 6)
-          a = asio::ip::address_v6(h.address);
-        else
-          a = asio::ip::address_v4({h.address[0], h.address[1], h.address[2], h.address[3]});
-      }
-      auto const i = static_cast<std::size_t>(h.rank);
-      table_[i] = tcp::endpoint(a, h.port);
-      keys_[i] = h.key;
-      flags_[i] =
-          table_flags((h.flags & hello_shares_cores) != 0, (h.flags & hello_over_two_per_cpu) != 0);
-      where_[i] = "rank " + std::to_string(h.rank) + " at " + endpoint_text(from);
-      peers_[i].emplace(std::move(c->socket));
-      ++joined_;
-      return;
-    }
+    if (h.kind == hello_kind::join) return joined(c, from, h, cpus);
     claimed_.insert(h.rank);
     c->buf = encode_reply(0, "");
     asio::async_write(c->socket, asio::buffer(c->buf.data(), reply_size),
@@ -397,6 +443,27 @@ class tcp_rendezvous : public std::enable_shared_from_this<tcp_rendezvous> {
                         self->peers_[i].emplace(std::move(c->socket));
                         ++self->connected_;
                       });
+  }
+
+  // Rank 0: rank h.rank has joined with its hello and its CPUs.
+  void joined(std::shared_ptr<conn> c, tcp::endpoint const& from, hello const& h,
+              hello_cpus const& cpus) {
+    asio::ip::address a = from.address();
+    if (std::any_of(h.address.begin(), h.address.end(), [](auto b) { return b != 0; })) {
+      if (h.family == 6)
+        a = asio::ip::address_v6(h.address);
+      else
+        a = asio::ip::address_v4({h.address[0], h.address[1], h.address[2], h.address[3]});
+    }
+    auto const i = static_cast<std::size_t>(h.rank);
+    table_[i] = tcp::endpoint(a, h.port);
+    keys_[i] = h.key;
+    flags_[i] =
+        table_flags((h.flags & hello_shares_cores) != 0, (h.flags & hello_over_two_per_cpu) != 0);
+    cpus_[i] = cpus;
+    where_[i] = "rank " + std::to_string(h.rank) + " at " + endpoint_text(from);
+    peers_[i].emplace(std::move(c->socket));
+    ++joined_;
   }
 
   // Rank 0, when the rendezvous fails before the tables went out: a refusal to every rank
@@ -510,8 +577,11 @@ class tcp_rendezvous : public std::enable_shared_from_this<tcp_rendezvous> {
       auto b = local.to_v4().to_bytes();
       std::copy(b.begin(), b.end(), h.address.begin());
     }
-    auto out = std::make_shared<std::array<std::byte, hello_size>>();
+    // Joining rank 0, the hello and this rank's CPUs in one write.
+    auto out = std::make_shared<std::vector<std::byte>>(
+        hello_size + (h.kind == hello_kind::join ? hello_cpus_size : 0));
     h.encode(out->data());
+    if (h.kind == hello_kind::join) own_cpus().encode(out->data() + hello_size);
     asio::async_write(c->socket, asio::buffer(*out),
                       [out](boost::system::error_code, std::size_t) {});
     c->table.resize(reply_size +
@@ -568,8 +638,8 @@ class tcp_rendezvous : public std::enable_shared_from_this<tcp_rendezvous> {
         a = asio::ip::address_v4({e.address[0], e.address[1], e.address[2], e.address[3]});
       table_[at] = tcp::endpoint(a, e.port);
       keys_[at] = e.key;
-      flags_[at] =
-          static_cast<std::uint8_t>(e.flags & (table_shares_cores | table_over_two_per_cpu));
+      flags_[at] = static_cast<std::uint8_t>(
+          e.flags & (table_shares_cores | table_over_two_per_cpu | table_cores_judged));
       if (i > o_.rank)
         where_[at] = "rank " + std::to_string(i) + " at " + endpoint_text(table_[at]);
     }
@@ -597,8 +667,11 @@ class tcp_rendezvous : public std::enable_shared_from_this<tcp_rendezvous> {
   bool finished_ = false;
   std::vector<host_key> keys_;  // keys_[r]: rank r's host key (from its hello, or the table)
   // flags_[r]: rank r's tcp_options::shares_cores and over_two_per_cpu, as the table's bits
-  // (table_shares_cores, table_over_two_per_cpu), from its hello or the table as keys_
+  // (table_shares_cores, table_over_two_per_cpu), from its hello or the table as keys_, or
+  // what rank 0 judged from its machine's CPUs instead (then with table_cores_judged)
   std::vector<std::uint8_t> flags_;
+  // cpus_[r]: rank r's machine and CPUs (rank 0 only: from its join, for judge_cores_of_machines)
+  std::vector<hello_cpus> cpus_;
   std::vector<std::string> attempt_;  // the state of this rank's connection to each lower rank
   int expected_;                      // connections a rank other than 0 waits for
   std::exception_ptr failure_;

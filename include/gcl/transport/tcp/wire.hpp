@@ -1,9 +1,10 @@
 #pragma once
 // The bytes tcp_transport puts on the wire: the frame header in front of every message, the
-// hello a connecting rank sends, the reply to it, and rank 0's address table. Fixed sizes so a
-// reader always knows how much to read next; fields are copied one by one (no struct
-// punning) so the layout does not depend on the compiler. Byte order is the host's: a peer of
-// the other byte order shows up as a wrong magic, which is reported as such.
+// hello a connecting rank sends (and, joining rank 0, its CPUs), the reply to it, and rank 0's
+// address table. Fixed sizes so a reader always knows how much to read next; fields are copied
+// one by one (no struct punning) so the layout does not depend on the compiler. Byte order is
+// the host's: a peer of the other byte order shows up as a wrong magic, which is reported as
+// such.
 //
 // Received bytes are decoded only here, by pure functions that take a bounded span and check
 // everything they return: a peer that passed the handshake (or a stranger, or a bit flip) is
@@ -35,7 +36,9 @@ inline constexpr std::uint32_t reply_magic = 0x524c4347;  // "GCLR"
 // 4: ... and whether the rank shares a core with other ranks (hello_shares_cores, table flags).
 // 5: ... and whether its host has more than two ranks per CPU (hello_over_two_per_cpu, table
 //    flags).
-inline constexpr std::uint16_t wire_version = 5;
+// 6: a join hello is followed by the joining rank's machine and CPUs (hello_cpus), from which
+//    rank 0 judges whether the ranks of each machine share cores (table_cores_judged).
+inline constexpr std::uint16_t wire_version = 6;
 
 // status_query asks a rank's I/O thread where its rank is; status_reply answers with the
 // rank's last collective in `call`, and in `tag` bit 0 "still inside it" and bits 1.. the rank
@@ -50,6 +53,7 @@ enum class frame_type : std::uint8_t {
 
 inline constexpr std::size_t frame_header_size = 80;
 inline constexpr std::size_t hello_size = 96;
+inline constexpr std::size_t hello_cpus_size = 144;
 inline constexpr std::size_t reply_size = 128;
 inline constexpr std::size_t table_entry_size = 56;
 
@@ -345,6 +349,30 @@ inline decoded<hello> decode_hello(std::span<std::byte const> b) {
   return d;
 }
 
+// What follows a join hello (version 6 on): the joining rank's machine, and the CPUs it may run
+// on. Rank 0 reads it only once the hello has passed, so that a peer of another version is told
+// so rather than kept waiting for bytes it does not send. Any 144 bytes decode: all-zero fields
+// mean "not known".
+struct hello_cpus {
+  // The machine's boot id (detail/boot_id.hpp): ranks with the same one run on the same CPUs.
+  std::array<std::uint8_t, 16> machine{};
+  // Bit c % 8 of byte c / 8: the rank may run on CPU c (CPUs 0 to 1023, as a cpu_set_t).
+  std::array<std::uint8_t, 128> cpus{};
+
+  void encode(std::byte* b) const noexcept {
+    std::memcpy(b, machine.data(), machine.size());
+    std::memcpy(b + machine.size(), cpus.data(), cpus.size());
+  }
+  // The first hello_cpus_size bytes of `b`, which must hold that many.
+  static hello_cpus decode(std::span<std::byte const, hello_cpus_size> b) noexcept {
+    hello_cpus h;
+    std::memcpy(h.machine.data(), b.data(), h.machine.size());
+    std::memcpy(h.cpus.data(), b.data() + h.machine.size(), h.cpus.size());
+    return h;
+  }
+};
+static_assert(sizeof(hello_cpus::machine) + sizeof(hello_cpus::cpus) == hello_cpus_size);
+
 // status 0 = accepted; otherwise an errc and a sentence for the refused rank's error message.
 // Returns the reply by value rather than writing through a pointer: the compiler then sees the
 // 128 bytes it fills (through a pointer into a vector, GCC 12 could not prove the vector
@@ -396,13 +424,16 @@ inline decoded<reply> decode_reply(std::span<std::byte const> b) {
 // One rank's entry in rank 0's address table: where the other ranks connect to it.
 inline constexpr std::uint8_t table_shares_cores = 1;      // tcp_options::shares_cores
 inline constexpr std::uint8_t table_over_two_per_cpu = 2;  // tcp_options::over_two_per_cpu
+// The two bits above are rank 0's judgement from the CPUs of every rank of the rank's machine
+// (hello_cpus; tcp/cores.hpp), not the rank's own guess from its hello.
+inline constexpr std::uint8_t table_cores_judged = 4;
 
 struct table_entry {
   std::uint8_t family = 4;                 // 4 or 6
   std::uint16_t port = 0;                  // its listening port
   std::array<std::uint8_t, 16> address{};  // IPv4: the first 4 bytes
   host_key key{};                          // its host key (as its hello gave it)
-  std::uint8_t flags = 0;  // table_shares_cores, table_over_two_per_cpu, from its hello (byte 1)
+  std::uint8_t flags = 0;  // table_shares_cores, table_over_two_per_cpu, table_cores_judged
 };
 
 // Entry i at out[table_entry_size * i]; `out` must hold table_entry_size * entries.size() bytes.
