@@ -142,6 +142,19 @@ struct tcp_options {
   /// system's. A name the kernel refuses makes the constructor throw `usage_error`, naming it.
   std::string same_host_congestion_control = "reno";
 
+  /// The CPUs this process may run on (its affinity mask), at least 1.
+  static unsigned usable_cpus() {
+    return static_cast<unsigned>(std::max<std::size_t>(1, detail::allowed_cpus().size()));
+  }
+
+  /// The polling `from_env` chooses for a rank whose cores are shared or not, as judged.
+  static constexpr std::chrono::microseconds spin_for_cores(bool shares_cores,
+                                                            bool over_two_per_cpu) noexcept {
+    return !shares_cores      ? default_spin
+           : over_two_per_cpu ? over_two_per_cpu_spin
+                              : shared_core_spin;
+  }
+
   /// Options from the environment. First match wins:
   ///
   /// | field       | variables                                                                 |
@@ -177,19 +190,6 @@ struct tcp_options {
   /// A missing or malformed variable throws `gcl::usage_error` naming it.
   ///
   ///     auto comm = gcl::communicator(gcl::tcp_transport(gcl::tcp_options::from_env()));
-  /// The CPUs this process may run on (its affinity mask), at least 1.
-  static unsigned usable_cpus() {
-    return static_cast<unsigned>(std::max<std::size_t>(1, detail::allowed_cpus().size()));
-  }
-
-  /// The polling `from_env` chooses for a rank whose cores are shared or not, as judged.
-  static constexpr std::chrono::microseconds spin_for_cores(bool shares_cores,
-                                                            bool over_two_per_cpu) noexcept {
-    return !shares_cores      ? default_spin
-           : over_two_per_cpu ? over_two_per_cpu_spin
-                              : shared_core_spin;
-  }
-
   static tcp_options from_env() {
     return from_env([](char const* n) { return std::getenv(n); });
   }
