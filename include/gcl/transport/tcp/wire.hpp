@@ -350,8 +350,9 @@ inline decoded<hello> decode_hello(std::span<std::byte const> b) {
 }
 
 // What follows a join hello (version 6 on): the joining rank's machine, and the CPUs it may run
-// on. Rank 0 reads it only once the hello has passed, so that a peer of another version is told
-// so rather than kept waiting for bytes it does not send. Any 144 bytes decode: all-zero fields
+// on. Rank 0 reads it only after a join hello of its own version, so that a peer of another
+// version is told so rather than kept waiting for bytes it does not send, and before judging
+// that hello, so that a refusal leaves nothing unread. Any 144 bytes decode: all-zero fields
 // mean "not known".
 struct hello_cpus {
   // The machine's boot id (detail/boot_id.hpp): ranks with the same one run on the same CPUs.
