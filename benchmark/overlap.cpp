@@ -34,7 +34,6 @@
 // the ranks alone contending for 2 cores. The header says how many cores there are; read
 // hidden % against it. Ranks are not pinned by default (--bind none): a pinned rank's progress
 // thread inherits its mask, i.e. shares its one core with the computation.
-#include <sched.h>
 #include <time.h>
 #include <gcl/gcl.hpp>
 
@@ -166,13 +165,6 @@ std::string size_text(std::uint64_t bytes) {
   return bench::format_size(bytes) + " (" + std::to_string(bytes / sizeof(float)) + " floats)";
 }
 
-int cores_of_this_thread() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof set, &set) != 0) return 0;
-  return CPU_COUNT(&set);
-}
-
 // The ranks on this host: the launcher's LOCAL_WORLD_SIZE (gcl-launch, torchrun), else all.
 int ranks_on_this_host(int world) {
   if (char const* s = std::getenv("LOCAL_WORLD_SIZE"); s && *s) {
@@ -286,7 +278,7 @@ std::uint64_t run_rank(Comm& comm, options const& o, Alg const& alg, std::string
   double const raw = defined ? (serial_s - overlapped_s) / shorter * 100 : 0;
   double const hidden = std::clamp(raw, 0.0, 100.0);
   int const host_cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  int const my_cores = cores_of_this_thread();
+  int const my_cores = static_cast<int>(gcl::detail::allowed_cpus().size());  // 0: unknown
   int const local = ranks_on_this_host(p);
   std::string const alg_name(Alg::name);
 
