@@ -8,6 +8,7 @@
 #include <gcl/spawn.hpp>
 #include <gcl/transport/tcp.hpp>
 
+#include <array>
 #include <atomic>
 #include <barrier>
 #include <boost/asio.hpp>
@@ -785,6 +786,55 @@ BOOST_AUTO_TEST_CASE(rank_0_judges_shared_cores_from_every_ranks_cpus) {
   // Rank 1's CPUs not known: the machine is not judged, and each guess stands (rank 1 says
   // shared, so every rank learns that some rank shares cores).
   BOOST_TEST((run({{0}, false}, {{}, true}, true) == got{answer{true, own}, answer{true, shared}}));
+}
+
+// A fork (the lane of a communicator's non-blocking collectives, here of some of its ranks)
+// keeps the job's judgement of its ranks' cores: four ranks on CPUs 0, 0, 1 and 1 share cores;
+// ranks 0 and 2 alone, on CPUs 0 and 1, would look like a core each.
+BOOST_AUTO_TEST_CASE(a_fork_of_some_ranks_keeps_the_jobs_judgement_of_their_cores) {
+  auto opts = quick(10s);
+  opts.spin_follows_cores = true;
+  opts.cpus = {0};
+  tcp_transport::group g(4, opts);
+  std::array<int, 2> const members{0, 2};
+  std::barrier lane_sync(2);
+  std::array<std::byte, 256> carried{};  // lane rank 0's broadcast
+  std::vector<int> job_says(4, -1), lane_says(2, -1);
+  std::vector<std::string> errors(4);
+  {
+    std::vector<std::jthread> ranks;
+    for (int r = 0; r < 4; ++r)
+      ranks.emplace_back([&, r] {
+        try {
+          auto o = g.options();
+          o.rank = r;
+          o.cpus = {r / 2};
+          auto t = r == 0 ? g.connect(0) : tcp_transport(o);
+          job_says[static_cast<std::size_t>(r)] = t.ranks_share_cores() ? 1 : 0;
+          if (r % 2 != 0) return;
+          gcl::fork_bootstrap b;
+          b.rank = r / 2;
+          b.size = 2;
+          b.members = members;
+          b.broadcast = [&, lane_rank = r / 2](std::span<std::byte> bytes) {
+            if (bytes.size() > carried.size()) throw std::length_error("broadcast too large");
+            if (lane_rank == 0) std::copy(bytes.begin(), bytes.end(), carried.begin());
+            lane_sync.arrive_and_wait();
+            if (lane_rank != 0) std::copy_n(carried.begin(), bytes.size(), bytes.begin());
+          };
+          b.barrier = [&] { lane_sync.arrive_and_wait(); };
+          auto lane = t.fork(b);
+          lane_says[static_cast<std::size_t>(r / 2)] =
+              (lane.ranks_share_cores() ? 1 : 0) |
+              (lane.config().spin == gcl::tcp_options::shared_core_spin ? 2 : 0);
+        } catch (std::exception const& e) {
+          errors[static_cast<std::size_t>(r)] = e.what();
+        }
+      });
+  }
+  BOOST_TEST(errors == std::vector<std::string>(4), boost::test_tools::per_element());
+  BOOST_TEST(job_says == std::vector<int>(4, 1), boost::test_tools::per_element());
+  BOOST_TEST(lane_says == std::vector<int>(2, 3), boost::test_tools::per_element());
 }
 
 // What the system chooses for new TCP connections ("" where /proc does not say).

@@ -180,6 +180,10 @@ class tcp_transport {
     o.token_source = "a fork of the job's transport";
     o.local_rank = -1;
     o.local_size = 0;
+    // A lane of some of the job's ranks keeps the job's judgement of their cores (in
+    // shares_cores, over_two_per_cpu and spin), which counted every rank of each machine: its
+    // own ranks alone could look like a core each where the machine's ranks share them.
+    o.cpus.clear();
     // Lane rank 0 keeps the job's master address: it only listens, as the family of that one.
     if (b.rank != 0) o.master_addr = impl_->peer_address(b.members[0]);
     return tcp_transport(o, impl_->abort_state(), fd);

@@ -1712,10 +1712,16 @@ class tcp_impl {
     keys_ = rendezvous_->keys();
     any_shares_cores_ = rendezvous_->any_shares_cores();
     any_over_two_per_cpu_ = rendezvous_->any_over_two_per_cpu();
-    // Polling as from_env would choose it had it known what rank 0 judged from the CPUs of
-    // this rank's machine (before the I/O thread starts: its priority depends on it).
-    if (auto const cores = rendezvous_->own_cores(); cores && o_.spin_follows_cores)
-      o_.spin = tcp_options::spin_for_cores(cores->shares_cores, cores->over_two_per_cpu);
+    // What rank 0 judged from the CPUs of this rank's machine, in place of the rank's guess
+    // (options() then says it, and a fork carries it: tcp_transport::fork), and the polling
+    // from_env would have chosen from it (before the I/O thread starts: its priority depends
+    // on it).
+    if (auto const cores = rendezvous_->own_cores()) {
+      o_.shares_cores = cores->shares_cores;
+      o_.over_two_per_cpu = cores->over_two_per_cpu;
+      if (o_.spin_follows_cores)
+        o_.spin = tcp_options::spin_for_cores(cores->shares_cores, cores->over_two_per_cpu);
+    }
     for (int r = 0; r < o_.size; ++r) {
       peer_at(r).socket = std::move(rendezvous_->peers()[static_cast<std::size_t>(r)]);
       peer_at(r).where = rendezvous_->where()[static_cast<std::size_t>(r)];
