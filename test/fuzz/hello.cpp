@@ -39,7 +39,8 @@ extern "C" int LLVMFuzzerTestOneInput(std::uint8_t const* data, std::size_t size
                  again.value.address == h.address && again.value.key == h.key &&
                  again.value.flags == h.flags);
 
-  // The sequel of a join hello (rank 0 reads it once the hello has passed): any bytes decode.
+  // The sequel of a join hello (rank 0 reads it after a join hello of its version): any bytes
+  // decode.
   if (size >= hello_size + hello_cpus_size) {
     auto const sequel = in.subspan(hello_size).first<hello_cpus_size>();
     auto const cpus = hello_cpus::decode(sequel);
