@@ -275,18 +275,18 @@ struct tcp_options {
     // GCL_BOUND_CPU), or it says how many ranks share this host (local_size) and this process
     // may use at least as many CPUs. Known to share cores: the launcher says how many ranks
     // share the host, and they outnumber the CPUs. Neither (nothing says how many): no polling.
-    bool const own_core =
-        first({"GCL_BOUND_CPU"}).has_value() ||
-        (o.local_size > 0 && static_cast<unsigned>(o.local_size) <= usable_cpus());
-    o.shares_cores = !own_core && o.local_size > 0;
-    o.over_two_per_cpu =
-        o.shares_cores && static_cast<unsigned long>(o.local_size) > 2ul * usable_cpus();
     o.cpus = detail::allowed_cpus();
-    if (auto s = first({"GCL_SPIN_US"}))
-      o.spin = std::chrono::microseconds(integer(*s, 0, 1000000));
+    auto const usable = std::max<std::size_t>(1, o.cpus.size());  // as usable_cpus()
+    bool const own_core = first({"GCL_BOUND_CPU"}).has_value() ||
+                          (o.local_size > 0 && static_cast<std::size_t>(o.local_size) <= usable);
+    o.shares_cores = !own_core && o.local_size > 0;
+    o.over_two_per_cpu = o.shares_cores && static_cast<std::size_t>(o.local_size) > 2 * usable;
+    auto const told_spin = first({"GCL_SPIN_US"});
+    if (told_spin)
+      o.spin = std::chrono::microseconds(integer(*told_spin, 0, 1000000));
     else if (own_core || o.shares_cores)
       o.spin = spin_for_cores(o.shares_cores, o.over_two_per_cpu);
-    o.spin_follows_cores = !first({"GCL_SPIN_US"}).has_value();
+    o.spin_follows_cores = !told_spin;
     if (auto c = first({"GCL_SAME_HOST_CONGESTION"}))
       o.same_host_congestion_control = c->second == "system" ? std::string{} : c->second;
     if (auto b = first({"GCL_BIND_ADDR"})) o.bind_address = b->second;

@@ -324,16 +324,23 @@ class tcp_rendezvous : public std::enable_shared_from_this<tcp_rendezvous> {
     });
   }
 
+  // Bounds the read of the handshake step that follows: unless the read completes first (its
+  // handler cancels c->timer), `from` is refused with `what` and its connection closed. So a
+  // stranger holds a connection for at most min(timeout, 10 s) per step.
+  void limit_read(std::shared_ptr<conn> const& c, tcp::endpoint const& from, char const* what) {
+    c->timer.expires_after(
+        std::min<std::chrono::milliseconds>(o_.timeout, std::chrono::seconds(10)));
+    c->timer.async_wait([self = shared_from_this(), c, from, what](boost::system::error_code ec) {
+      if (ec) return;
+      self->refuse(from, what);
+      c->socket.close(ec);
+    });
+  }
+
   void incoming(std::shared_ptr<conn> c) {
     boost::system::error_code endpoint_ec;
     auto from = c->socket.remote_endpoint(endpoint_ec);
-    c->timer.expires_after(
-        std::min<std::chrono::milliseconds>(o_.timeout, std::chrono::seconds(10)));
-    c->timer.async_wait([self = shared_from_this(), c, from](boost::system::error_code ec) {
-      if (ec) return;
-      self->refuse(from, "no hello within the time limit");
-      c->socket.close(ec);
-    });
+    limit_read(c, from, "no hello within the time limit");
     asio::async_read(
         c->socket, asio::buffer(c->buf.data(), hello_size),
         [self = shared_from_this(), c, from](boost::system::error_code ec, std::size_t n) {
@@ -390,13 +397,7 @@ class tcp_rendezvous : public std::enable_shared_from_this<tcp_rendezvous> {
       // Its machine and CPUs follow (wire.hpp, hello_cpus), read before the hello is judged:
       // a refusal then closes a connection with nothing unread, where a close with bytes
       // unread resets it, and the refused rank might lose the reply that says why.
-      c->timer.expires_after(
-          std::min<std::chrono::milliseconds>(o_.timeout, std::chrono::seconds(10)));
-      c->timer.async_wait([self = shared_from_this(), c, from](boost::system::error_code ec) {
-        if (ec) return;
-        self->refuse(from, "sent no CPUs after its hello within the time limit");
-        c->socket.close(ec);
-      });
+      limit_read(c, from, "sent no CPUs after its hello within the time limit");
       asio::async_read(c->socket, asio::buffer(c->cpus),
                        [self = shared_from_this(), c, from, h = decoded.value](
                            boost::system::error_code ec, std::size_t) {
@@ -581,7 +582,8 @@ class tcp_rendezvous : public std::enable_shared_from_this<tcp_rendezvous> {
     auto out = std::make_shared<std::vector<std::byte>>(
         hello_size + (h.kind == hello_kind::join ? hello_cpus_size : 0));
     h.encode(out->data());
-    if (h.kind == hello_kind::join) own_cpus().encode(out->data() + hello_size);
+    if (h.kind == hello_kind::join)
+      cpus_[static_cast<std::size_t>(o_.rank)].encode(out->data() + hello_size);
     asio::async_write(c->socket, asio::buffer(*out),
                       [out](boost::system::error_code, std::size_t) {});
     c->table.resize(reply_size +
@@ -670,7 +672,8 @@ class tcp_rendezvous : public std::enable_shared_from_this<tcp_rendezvous> {
   // (table_shares_cores, table_over_two_per_cpu), from its hello or the table as keys_, or
   // what rank 0 judged from its machine's CPUs instead (then with table_cores_judged)
   std::vector<std::uint8_t> flags_;
-  // cpus_[r]: rank r's machine and CPUs (rank 0 only: from its join, for judge_cores_of_machines)
+  // cpus_[r]: rank r's machine and CPUs: this rank's own (own_cpus), and at rank 0 every
+  // rank's from its join, for judge_cores_of_machines
   std::vector<hello_cpus> cpus_;
   std::vector<std::string> attempt_;  // the state of this rank's connection to each lower rank
   int expected_;                      // connections a rank other than 0 waits for
