@@ -322,12 +322,8 @@ int run(int argc, char** argv) {
   if (auto why = gcl_cli::resolve_transport(o.transport, job, o.world_size, false); !why.empty())
     return gcl_cli::usage_error(app, why);
   // Processes are what shm and tcp are measured with: one per rank, started by a launcher.
-  if (o.transport != "inproc" && !job)
-    return gcl_cli::usage_error(app, "--transport " + o.transport +
-                                         " runs one process per rank: start it with "
-                                         "tools/gcl-launch -p " +
-                                         std::to_string(o.world_size) + " -- " + argv[0] +
-                                         " --transport " + o.transport + " ...");
+  if (auto why = gcl_cli::needs_launcher(o.transport, job, o.world_size, argv[0]); !why.empty())
+    return gcl_cli::usage_error(app, why);
   int const world = job ? job->size : o.world_size;
   if (o.root < 0 || o.root >= world)
     return gcl_cli::usage_error(app, "--root " + std::to_string(o.root) +

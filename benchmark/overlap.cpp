@@ -492,12 +492,9 @@ int main(int argc, char** argv) {
                  "a launcher) or shm, or run without the launcher");
   if (auto why = gcl_cli::resolve_transport(o.transport, job, o.world_size, false); !why.empty())
     return gcl_cli::usage_error(app, why);
-  if (o.transport != "inproc" && !job)
-    return gcl_cli::usage_error(app, "--transport " + o.transport +
-                                         " runs one process per rank: start it with "
-                                         "tools/gcl-launch -p " +
-                                         std::to_string(o.world_size) + " --bind none -- " +
-                                         argv[0] + " --transport " + o.transport + " ...");
+  if (auto why = gcl_cli::needs_launcher(o.transport, job, o.world_size, argv[0], " --bind none");
+      !why.empty())
+    return gcl_cli::usage_error(app, why);
   std::string const how =
       o.transport + (job ? " (one process per rank)" : " (threads of one process)");
   if (job) bench::detail::bind_rank(o.bind, job->rank, job->size);

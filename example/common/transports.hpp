@@ -85,6 +85,19 @@ inline std::string resolve_transport(std::string& name, std::optional<launcher_j
   return {};
 }
 
+/// For the programs that measure one process per rank (the sweeps, overlap, default_vs_fixed):
+/// "" where `name` is inproc or a launcher started this process, else the error line's text,
+/// which says how to start it (`launch_flags`: gcl-launch's flags besides -p, such as
+/// " --bind none").
+inline std::string needs_launcher(std::string const& name, std::optional<launcher_job> const& job,
+                                  int world_size, char const* program,
+                                  std::string const& launch_flags = "") {
+  if (name == "inproc" || job) return {};
+  return "--transport " + name + " runs one process per rank: start it with tools/gcl-launch -p " +
+         std::to_string(world_size) + launch_flags + " -- " + program + " --transport " + name +
+         " ...";
+}
+
 /// A program's --pool (its buffers in the shm pool: shm_transport::allocate): refuses a
 /// transport without a pool (returns the error line's text, or "" to go on), and sizes the pool
 /// to `bytes` per rank unless GCL_SHM_POOL_BYTES says otherwise. Before the transport starts.

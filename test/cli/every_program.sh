@@ -82,6 +82,7 @@ for prog in "$@"; do
     mpi/* | gloo/*) check "$name" "$prog" --factor 1 :: --factor ;;
     machine_limits) check "$name" "$prog" --threads 0 :: --threads ;;
     automatic_sweep) check "$name" "$prog" --factor 1 :: --factor ;;
+    default_vs_fixed) check "$name" "$prog" --rounds 0 :: --rounds ;;
     overlap) check "$name" "$prog" --bytes 4X :: --bytes ;;
     predict_vs_measure) check "$name" "$prog" --iters 0 :: --iters ;;
     tcp_link_bench) check "$name" "$prog" tree_vs_ring -n 0 :: --iters ;;
