@@ -31,12 +31,20 @@ struct all_reduce_thresholds {
   /// tree sends the fewest. 0: never.
   std::size_t tree_below_if_over_two_per_cpu = 0;
   /// Below this, `direct` (every rank sends its vector to the P - 1 others and combines all P
-  /// itself: one round) where the transport says that its ranks crowd the cores (a member
-  /// `bool ranks_crowd_cores() const`, the same on every rank: at least two ranks per CPU of
-  /// their host) and they are at most `by_size::direct_max_ranks`. Each rank then waits once
-  /// for the others to be scheduled, where recursive doubling's log2 P rounds wait log2 P
-  /// times. Ahead of the tree's window where both apply. 0: never.
-  std::size_t direct_below_if_cores_crowded = 0;
+  /// itself: one round) where ranks share the cores (as for `tree_below_if_cores_shared`) and
+  /// they are at most `by_size::direct_max_ranks`. Each rank then waits once for the others to
+  /// be scheduled, where recursive doubling's log2 P rounds wait log2 P times. Ahead of the
+  /// tree's window where both apply. 0: never.
+  std::size_t direct_below_if_cores_shared = 0;
+  /// Below this (from where `direct` stops, or from 0 for more than `by_size::direct_max_ranks`
+  /// ranks), `parameter_server` (every rank sends its vector to rank 0, which combines them and
+  /// sends the result back: 2 (P - 1) messages in two rounds) where the transport says that its
+  /// ranks crowd the cores (a member `bool ranks_crowd_cores() const`, the same on every rank:
+  /// at least two ranks per CPU of their host) and they are at most
+  /// `by_size::parameter_server_max_ranks`: the fewest messages (the tree's) in the fewest rounds
+  /// after direct's one, where every message waits for a rank to be scheduled. Ahead of the
+  /// tree's window. 0: never.
+  std::size_t parameter_server_below_if_cores_crowded = 0;
   /// Ring all-reduces a larger message a block at a time (`ring::block_bytes`), so that each
   /// block's chunks stay in the cache from the scatter-reduce that produces them to the
   /// all-gather that sends them on: at P ranks, blocks of max(ring_block_bytes,

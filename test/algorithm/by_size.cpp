@@ -6,6 +6,7 @@
 #include <gcl/stats.hpp>
 #include <gcl/transport/inproc.hpp>
 
+#include <algorithm>
 #include <map>
 #include <thread>
 #include <tuple>
@@ -125,14 +126,16 @@ BOOST_AUTO_TEST_CASE(the_default_uses_the_transports_thresholds_through_counting
                 16);
   static_assert(gcl::detail::thresholds_of<gcl::counting<gcl::inproc_transport>>().ring_from ==
                 gcl::inproc_transport::default_all_reduce.ring_from);
-  // And the default algorithm of all_reduce is by_size: same messages as by_size{} names.
+  // And the default algorithm of all_reduce is by_size: same messages as by_size{} names. At
+  // 250 KB, beyond the sizes where ranks that share or crowd the cores take other algorithms
+  // (counted_run compares with the archetype, which cannot tell).
   for (int p : {2, 4}) {
     auto with_default = counted_run(p, [](auto& comm) {
-      std::vector<float> v(3000, 1.0f);
+      std::vector<float> v(64000, 1.0f);
       gcl::all_reduce(comm, v);
     });
     auto with_by_size = counted_run(p, [](auto& comm) {
-      std::vector<float> v(3000, 1.0f);
+      std::vector<float> v(64000, 1.0f);
       gcl::all_reduce(comm, v, gcl::sum{}, gcl::by_size{});
     });
     BOOST_TEST(with_default.sent_sizes == with_by_size.sent_sizes);
@@ -222,31 +225,34 @@ BOOST_AUTO_TEST_CASE(takes_the_tree_between_its_two_sizes_where_ranks_share_core
   }
 }
 
-// Where every CPU runs two ranks or more (inproc_transport::ranks_crowd_cores) and they are at
-// most by_size::direct_max_ranks, direct below direct_below_if_cores_crowded, ahead of the
+// Where the ranks outnumber the CPUs (inproc_transport::ranks_share_cores) and they are at
+// most by_size::direct_max_ranks, direct below direct_below_if_cores_shared, ahead of the
 // other thresholds; elsewhere, and from that size, their choice. Counted against each
-// algorithm named outright: P = 2 x CPUs crowds the cores, P = 2 x CPUs - 1 only shares them,
-// and P = direct_max_ranks + 1 is too many where it crowds them.
-BOOST_AUTO_TEST_CASE(takes_direct_below_its_size_where_ranks_crowd_cores) {
+// algorithm named outright: P = 2 x CPUs crowds the cores, P = 2 x CPUs - 1 and CPUs + 1 share
+// them, P = CPUs does not, and P = direct_max_ranks + 1 is too many.
+BOOST_AUTO_TEST_CASE(takes_direct_below_its_size_where_ranks_share_cores) {
   unsigned const cpus = std::thread::hardware_concurrency();
-  constexpr gcl::all_reduce_thresholds crowded{
-      .recursive_doubling_below = 1024, .ring_from = 4096, .direct_below_if_cores_crowded = 256};
-  if (cpus == 0) return;  // the host's CPUs unknown: no rank crowds them
-  int const twice = 2 * static_cast<int>(cpus);
+  constexpr gcl::all_reduce_thresholds shared{
+      .recursive_doubling_below = 1024, .ring_from = 4096, .direct_below_if_cores_shared = 256};
+  if (cpus == 0) return;  // the host's CPUs unknown: no rank shares them
+  int const n = static_cast<int>(cpus), twice = 2 * n;
   std::vector<int> sizes{gcl::by_size::direct_max_ranks + 1};
-  if (twice <= gcl::by_size::direct_max_ranks) sizes.push_back(twice);
-  if (twice - 1 >= 3) sizes.push_back(twice - 1);
+  for (int p : {twice, twice - 1, n + 1, n})
+    if (p >= 3 && p <= gcl::by_size::direct_max_ranks &&
+        std::find(sizes.begin(), sizes.end(), p) == sizes.end())
+      sizes.push_back(p);
   int tried_direct = 0;
   for (int p : sizes) {
-    bool const crowds = p >= twice;
-    bool const direct = crowds && p <= gcl::by_size::direct_max_ranks;
+    bool const shares = p > n;
+    bool const direct = shares && p <= gcl::by_size::direct_max_ranks;
     for (std::size_t bytes :
          {std::size_t{8}, std::size_t{128}, std::size_t{248}, std::size_t{256}, std::size_t{512}}) {
       BOOST_TEST_INFO("P=" << p << " on " << cpus << " CPUs, " << bytes << " bytes");
-      auto const got = sent(p, bytes, gcl::by_size{.sizes = crowded});
+      auto const got = sent(p, bytes, gcl::by_size{.sizes = shared});
       for (auto const& r : got) {
         BOOST_TEST(r.exact);
-        BOOST_TEST(r.crowd_cores == crowds);
+        BOOST_TEST(r.share_cores == shares);
+        BOOST_TEST(r.crowd_cores == (p >= twice));
       }
       bool const takes_direct = direct && bytes < 256;
       tried_direct += takes_direct ? 1 : 0;
@@ -258,10 +264,68 @@ BOOST_AUTO_TEST_CASE(takes_direct_below_its_size_where_ranks_crowd_cores) {
                   messages(sent(p, bytes, gcl::recursive_doubling{}))));
     }
   }
-  // The threads' own thresholds take direct at 64 B where the threads crowd the cores.
-  if (twice <= gcl::by_size::direct_max_ranks) {
+  // The threads' own thresholds take direct at 64 B where the threads share the cores.
+  if (n + 1 <= gcl::by_size::direct_max_ranks) {
     BOOST_TEST(tried_direct > 0);
     BOOST_TEST(
-        (messages(sent(twice, 64, gcl::by_size{})) == messages(sent(twice, 64, gcl::direct{}))));
+        (messages(sent(n + 1, 64, gcl::by_size{})) == messages(sent(n + 1, 64, gcl::direct{}))));
   }
+}
+
+// Where every CPU runs two ranks or more, the parameter server below
+// parameter_server_below_if_cores_crowded: after direct for at most by_size::direct_max_ranks
+// ranks, from the smallest size beyond them, and not for more than
+// by_size::parameter_server_max_ranks; where the ranks only share the cores, direct and then
+// the other thresholds' choice. Counted against each algorithm named outright.
+BOOST_AUTO_TEST_CASE(takes_the_parameter_server_after_direct_where_ranks_crowd_cores) {
+  unsigned const cpus = std::thread::hardware_concurrency();
+  constexpr gcl::all_reduce_thresholds crowded{.recursive_doubling_below = 1024,
+                                               .ring_from = 4096,
+                                               .direct_below_if_cores_shared = 256,
+                                               .parameter_server_below_if_cores_crowded = 512};
+  if (cpus == 0) return;  // the host's CPUs unknown: no rank crowds them
+  int const twice = 2 * static_cast<int>(cpus);
+  int const beyond_direct = std::max(twice, gcl::by_size::direct_max_ranks + 1);
+  std::vector<int> sizes{beyond_direct, gcl::by_size::parameter_server_max_ranks + 1};
+  if (twice <= gcl::by_size::direct_max_ranks) sizes.push_back(twice);
+  if (twice - 1 >= 3 && twice - 1 <= gcl::by_size::parameter_server_max_ranks)
+    sizes.push_back(twice - 1);
+  int tried_server = 0;
+  for (int p : sizes) {
+    bool const crowds = p >= twice, shares = p > static_cast<int>(cpus);
+    for (std::size_t bytes :
+         {std::size_t{8}, std::size_t{248}, std::size_t{256}, std::size_t{504}, std::size_t{512}}) {
+      BOOST_TEST_INFO("P=" << p << " on " << cpus << " CPUs, " << bytes << " bytes");
+      auto const got = sent(p, bytes, gcl::by_size{.sizes = crowded});
+      for (auto const& r : got) {
+        BOOST_TEST(r.exact);
+        BOOST_TEST(r.crowd_cores == crowds);
+      }
+      bool const direct = shares && p <= gcl::by_size::direct_max_ranks && bytes < 256;
+      bool const server =
+          !direct && crowds && p <= gcl::by_size::parameter_server_max_ranks && bytes < 512;
+      tried_server += server ? 1 : 0;
+      auto const want = direct   ? sent(p, bytes, gcl::direct{})
+                        : server ? sent(p, bytes, gcl::parameter_server{})
+                                 : sent(p, bytes, gcl::recursive_doubling{});
+      BOOST_TEST((messages(got) == messages(want)));
+      // The server's rank 0 sends P - 1 messages and every other rank one: neither direct
+      // (P - 1 each) nor recursive doubling (about log2 P each) sends so at these P.
+      BOOST_TEST((messages(sent(p, bytes, gcl::parameter_server{})) !=
+                  messages(sent(p, bytes, gcl::recursive_doubling{}))));
+      BOOST_TEST((messages(sent(p, bytes, gcl::parameter_server{})) !=
+                  messages(sent(p, bytes, gcl::direct{}))));
+    }
+  }
+  if (twice > gcl::by_size::parameter_server_max_ranks) return;  // no P here both crowds and fits
+  BOOST_TEST(tried_server > 0);
+  // The threads' own thresholds: the parameter server at 8 KiB where the threads crowd the
+  // cores (after direct's 4 KiB), and at 64 B beyond direct's ranks.
+  static_assert(gcl::inproc_transport::default_all_reduce.direct_below_if_cores_shared <= 8192);
+  static_assert(gcl::inproc_transport::default_all_reduce.parameter_server_below_if_cores_crowded >
+                8192);
+  BOOST_TEST((messages(sent(twice, 8192, gcl::by_size{})) ==
+              messages(sent(twice, 8192, gcl::parameter_server{}))));
+  BOOST_TEST((messages(sent(beyond_direct, 64, gcl::by_size{})) ==
+              messages(sent(beyond_direct, 64, gcl::parameter_server{}))));
 }

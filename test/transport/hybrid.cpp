@@ -337,7 +337,7 @@ BOOST_AUTO_TEST_CASE(whether_ranks_crowd_cores) {
              boost::test_tools::per_element());
   BOOST_TEST(answers({0, 0, 1, 1}) == std::vector<bool>(4, false),
              boost::test_tools::per_element());
-  static_assert(gcl::tcp_transport::default_all_reduce.direct_below_if_cores_crowded == 0);
+  static_assert(gcl::tcp_transport::default_all_reduce.direct_below_if_cores_shared == 0);
 }
 
 // Every rank on one host under auto: pure shm, no TCP side left after the rendezvous.

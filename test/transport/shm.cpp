@@ -47,6 +47,7 @@
 #include <string>
 #include <thread>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 static_assert(gcl::transport<gcl::shm_transport>);
@@ -1082,20 +1083,20 @@ BOOST_AUTO_TEST_CASE(by_size_sees_whether_ranks_share_cores) {
   }
 }
 
-// Where every CPU runs two ranks or more (and they are at most by_size::direct_max_ranks),
-// shm's default all_reduce takes direct below 4 KiB, as between threads; at P = 2 and where the
-// ranks only share the cores, recursive doubling. Counted against each one named outright.
-BOOST_AUTO_TEST_CASE(the_default_all_reduce_takes_direct_where_ranks_crowd_cores) {
+// Where the ranks outnumber the CPUs (and they are at most by_size::direct_max_ranks), shm's
+// default all_reduce takes direct below 4 KiB, as between threads; at P = 2 (where the ranks
+// have a CPU each) recursive doubling. Counted against each one named outright.
+BOOST_AUTO_TEST_CASE(the_default_all_reduce_takes_direct_where_ranks_share_cores) {
   unsigned const cpus = std::thread::hardware_concurrency();
   auto sent = [](int p, auto alg) { return counted_all_reduce(p, 8, alg); };  // 64 B
-  static_assert(64 < gcl::shm_transport::default_all_reduce.direct_below_if_cores_crowded);
-  if (cpus == 0) return;  // the host's CPUs unknown: no rank crowds them
-  int const twice = 2 * static_cast<int>(cpus);
+  static_assert(64 < gcl::shm_transport::default_all_reduce.direct_below_if_cores_shared);
+  if (cpus == 0) return;  // the host's CPUs unknown: no rank shares them
+  int const n = static_cast<int>(cpus);
   std::vector<int> sizes{2};
-  if (twice <= gcl::by_size::direct_max_ranks) sizes.push_back(twice);
-  if (twice - 1 >= 3 && twice - 1 <= 8) sizes.push_back(twice - 1);
+  for (int p : {2 * n, n + 1})
+    if (p >= 3 && p <= gcl::by_size::direct_max_ranks) sizes.push_back(p);
   for (int p : sizes) {
-    bool const crowds = p >= twice;
+    bool const shares = p > n;
     auto const chosen = sent(p, gcl::by_size{});
     auto const direct = sent(p, gcl::direct{});
     auto const rd = sent(p, gcl::recursive_doubling{});
@@ -1105,11 +1106,43 @@ BOOST_AUTO_TEST_CASE(the_default_all_reduce_takes_direct_where_ranks_crowd_cores
       differ = differ || direct[i].messages != rd[i].messages;
       BOOST_TEST_INFO("P=" << p << " on " << cpus << " CPUs, rank " << r);
       BOOST_TEST(chosen[i].exact);
-      BOOST_TEST(chosen[i].crowd_cores == crowds);
-      BOOST_TEST((chosen[i].messages == (crowds ? direct[i] : rd[i]).messages));
+      BOOST_TEST(chosen[i].share_cores == shares);
+      BOOST_TEST((chosen[i].messages == (shares ? direct[i] : rd[i]).messages));
     }
     // At P = 2 the two send alike.
     if (p > 2) BOOST_TEST(differ, "P=" << p);
+  }
+}
+
+// Where every CPU runs two ranks or more, the parameter server from there below 128 KiB, and
+// from the smallest size beyond by_size::direct_max_ranks ranks: 8 KiB at P = 2 x CPUs, 64 B
+// at max(2 x CPUs, direct_max_ranks + 1). Counted against it and recursive doubling named
+// outright.
+BOOST_AUTO_TEST_CASE(the_default_all_reduce_takes_the_parameter_server_where_ranks_crowd_cores) {
+  unsigned const cpus = std::thread::hardware_concurrency();
+  constexpr auto t = gcl::shm_transport::default_all_reduce;
+  static_assert(t.direct_below_if_cores_shared <= 8192);
+  static_assert(t.parameter_server_below_if_cores_crowded > 8192);
+  if (cpus == 0) return;  // the host's CPUs unknown: no rank crowds them
+  int const twice = 2 * static_cast<int>(cpus);
+  int const beyond_direct = std::max(twice, gcl::by_size::direct_max_ranks + 1);
+  if (beyond_direct > gcl::by_size::parameter_server_max_ranks) return;
+  for (auto [p, count] :
+       {std::pair{twice, std::size_t{1024}}, std::pair{beyond_direct, std::size_t{8}}}) {
+    auto const chosen = counted_all_reduce(p, count, gcl::by_size{});
+    auto const server = counted_all_reduce(p, count, gcl::parameter_server{});
+    auto const rd = counted_all_reduce(p, count, gcl::recursive_doubling{});
+    bool differ = false;  // the check below tells the two algorithms apart
+    for (int r = 0; r < p; ++r) {
+      auto const i = static_cast<std::size_t>(r);
+      differ = differ || server[i].messages != rd[i].messages;
+      BOOST_TEST_INFO("P=" << p << " on " << cpus << " CPUs, " << count * 8 << " bytes, rank "
+                           << r);
+      BOOST_TEST(chosen[i].exact);
+      BOOST_TEST(chosen[i].crowd_cores);
+      BOOST_TEST((chosen[i].messages == server[i].messages));
+    }
+    BOOST_TEST(differ, "P=" << p);
   }
 }
 

@@ -29,9 +29,12 @@
 /// (or its `tree_below_if_over_two_per_cpu` where it says, by a member
 /// `ranks_over_two_per_cpu()`, that some host has more than two ranks per CPU), and ring
 /// blocks of at least P² x
-/// `ring_step_bytes_per_rank_if_cores_shared` (fewer rounds). Where they crowd the cores (at
-/// least two per CPU: a member `ranks_crowd_cores()`), the smallest messages take `direct`,
-/// one round, below its `direct_below_if_cores_crowded` (up to `direct_max_ranks` ranks).
+/// `ring_step_bytes_per_rank_if_cores_shared` (fewer rounds). The smallest messages take
+/// `direct`, one round, below its `direct_below_if_cores_shared` (up to `direct_max_ranks`
+/// ranks); where the ranks crowd the cores (at least two per CPU: a member
+/// `ranks_crowd_cores()`), the next ones, or all small ones beyond `direct_max_ranks`, take
+/// `parameter_server`, two rounds of the fewest messages, below its
+/// `parameter_server_below_if_cores_crowded` (up to `parameter_server_max_ranks` ranks).
 ///
 /// A non-commutative operator never gets ring (it reorders operands); it gets halving-doubling.
 
@@ -47,6 +50,7 @@
 #include "../transport_hints.hpp"
 #include "direct.hpp"
 #include "halving_doubling.hpp"
+#include "parameter_server.hpp"
 #include "recursive_doubling.hpp"
 #include "ring.hpp"
 #include "tree.hpp"
@@ -131,13 +135,23 @@ struct by_size {
   /// Ring, the one algorithm here that reorders operands, is only picked for commutative ones.
   static constexpr bool needs_commutative = false;
 
-  /// The most ranks for which `direct` is taken where they crowd the cores
-  /// (`all_reduce_thresholds::direct_below_if_cores_crowded`): its P - 1 messages a rank grow
-  /// with P where the rounds it saves grow with log2 P. Measured on 2 cores (4 B to 1 KiB,
-  /// back to back, against recursive doubling): ahead at P = 4 and 8 over shm and between
-  /// threads; at P = 16 ahead over shm, level to 1.2x behind between threads; at P = 32 behind
-  /// on both (benchmark/analysis.md).
-  static constexpr int direct_max_ranks = 8;
+  /// The most ranks for which `direct` is taken where they share the cores
+  /// (`all_reduce_thresholds::direct_below_if_cores_shared`): its P - 1 messages a rank grow
+  /// with P, and from P = 6 the parameter server's 2 (P - 1) in all, in two rounds, catch up.
+  /// Measured on 2 cores (benchmark/default_vs_fixed: every algorithm in one job, blocks of
+  /// calls back to back, 2026-11-29), 4 B to 1 KiB, between threads and over shm: at P = 3
+  /// 1.6-2.0 and 2.0-2.3 us against recursive doubling's 2.8-3.0 and 3.3-3.6; direct against
+  /// the parameter server at P = 4 2.1-3.3 against 2.7-4.2 and 2.4-4.3 against 3.6-5.3, at P = 5
+  /// 3.4-5.0 against 4.4-5.2 and 4.5-6.8 against 5.6-7.3; at P = 6 level to 256 B, then behind
+  /// (threads, 512 B to 2 KiB: 5.7-7.5 against 5.0-5.6); at P = 8 behind at every size
+  /// (threads 6.4-11.3 against 5.9-7.4, shm 8.3-22.0 against 7.7-11.8).
+  static constexpr int direct_max_ranks = 5;
+
+  /// The most ranks for which `parameter_server` is taken where they crowd the cores
+  /// (`all_reduce_thresholds::parameter_server_below_if_cores_crowded`): measured up to 16 on 2
+  /// cores, where it took 0.4-0.6x recursive doubling's time from 4 B to 16 KiB; rank 0
+  /// receives and combines P - 1 vectors one after another, so larger jobs keep the others.
+  static constexpr int parameter_server_max_ranks = 16;
 
   /// Empty: the transport's (its `all_reduce_sizes()`, else `Transport::default_all_reduce`,
   /// else `all_reduce_thresholds{}`).
@@ -174,10 +188,13 @@ struct by_size {
   void all_reduce(Comm& comm, std::span<T> data, Op const& op) const {
     auto const t = sizes.value_or(detail::thresholds_of_comm(comm));
     std::size_t const bytes = data.size_bytes();
-    if (bytes < t.direct_below_if_cores_crowded && comm.size() <= direct_max_ranks &&
-        detail::hint_of(comm, detail::ranks_crowd_cores))
-      return direct{}.all_reduce(comm, data, op);
     bool const cores_shared = detail::hint_of(comm, detail::ranks_share_cores);
+    if (cores_shared && bytes < t.direct_below_if_cores_shared && comm.size() <= direct_max_ranks)
+      return direct{}.all_reduce(comm, data, op);
+    if (bytes < t.parameter_server_below_if_cores_crowded &&
+        comm.size() <= parameter_server_max_ranks &&
+        detail::hint_of(comm, detail::ranks_crowd_cores))
+      return parameter_server{}.all_reduce(comm, data, op);
     if (cores_shared && bytes >= t.tree_from_if_cores_shared) {
       std::size_t tree_below = t.tree_below_if_cores_shared;
       if (t.tree_below_if_over_two_per_cpu > tree_below &&

@@ -21,8 +21,9 @@ inline bool ranks_outnumber_cpus(int ranks, unsigned per_cpu = 1) noexcept {
 
 // True when `ranks` are at least twice the CPUs, so that every core (the ranks spread evenly)
 // runs two or more of them: there a round of messages waits for about one switch per rank on
-// the core, and all_reduce's smallest messages go fastest in one round (`gcl::by_size`,
-// `all_reduce_thresholds::direct_below_if_cores_crowded`). False when it cannot tell.
+// the core, and all_reduce's small messages go fastest in the fewest messages of few rounds
+// (`gcl::by_size`, `all_reduce_thresholds::parameter_server_below_if_cores_crowded`). False
+// when it cannot tell.
 inline bool ranks_crowd_cpus(int ranks) noexcept {
   unsigned const cpus = host_cpus();
   return cpus != 0 && ranks > 0 && static_cast<unsigned>(ranks) >= 2 * cpus;

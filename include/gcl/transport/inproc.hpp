@@ -284,19 +284,28 @@ class inproc_transport {
   /// doubling's below 16 KiB; halving-doubling 0.74-0.95x ring's from 256 KiB to 1 MiB, at
   /// P = 8 level at 2 MiB and 1.1x at 4 MiB (benchmark/analysis.md).
   ///
-  /// Where every core runs two threads or more (and they are at most 8), `direct` below 4 KiB:
-  /// one round, where recursive doubling waits log2 P times for the threads of a core to take
-  /// turns. Measured on 2 cores (2026-11-27, back to back, 4 B to 256 B, two or three jobs
-  /// each, interleaved): at P = 8 9-16 us against 17-21, at P = 4 4.4-6.3 against 5.5-9.7; at
-  /// P = 3 (a core each for two of them) behind. At 1 and 2 KiB (2026-11-28, five jobs each,
-  /// interleaved, medians): 0.70 and 0.71 of recursive doubling's time at P = 4, 0.72 and 0.94
-  /// at P = 8; at 4 KiB 0.81 at P = 4 but 0.92-1.23 at P = 8, so not from there.
+  /// Where the threads outnumber the cores, `direct` below 4 KiB (up to 5 of them,
+  /// `by_size::direct_max_ranks`): one round, where recursive doubling waits log2 P times for
+  /// the threads of a core to take turns. Measured on 2 cores (2026-11-27, back to back, 4 B to
+  /// 256 B, two or three jobs each, interleaved): at P = 8 9-16 us against 17-21, at P = 4
+  /// 4.4-6.3 against 5.5-9.7. At 1 and 2 KiB (2026-11-28, five jobs each, interleaved,
+  /// medians): 0.70 and 0.71 of recursive doubling's time at P = 4, 0.72 and 0.94 at P = 8; at
+  /// 4 KiB 0.81 at P = 4 but 0.92-1.23 at P = 8, so not from there. Since 2026-11-29 also at
+  /// P = 3 (1.6-2.0 us against 2.8-3.0 from 4 B to 1 KiB), and where every core runs two
+  /// threads or more, the parameter server after it, or from 4 B beyond 5 threads, below
+  /// 32 KiB: two rounds of 2 (P - 1) messages in all. Measured on 2 cores
+  /// (benchmark/default_vs_fixed, every algorithm in one job, blocks of calls back to back,
+  /// 2026-11-29): at 16 KiB 5.9 us against the 8.5 of the tree by_size took at P = 4, 13.6
+  /// against 24.0 at P = 8, 31.6 against 61.3 at P = 16; at 4 B 6.0 against 6.8 (P = 8,
+  /// direct) and 12.2 against 29.1 (P = 16, recursive doubling). At 32 KiB it took 13.2 us at
+  /// P = 4 (ring 10.0) and 847 at P = 16 (tree 73): a fall not yet explained.
   static constexpr all_reduce_thresholds default_all_reduce{
       .recursive_doubling_below = 16 * 1024,
       .ring_from = 2 * 1024 * 1024,
       .tree_below_if_cores_shared = 128 * 1024,
       .tree_from_if_cores_shared = 16 * 1024,
-      .direct_below_if_cores_crowded = 4 * 1024,
+      .direct_below_if_cores_shared = 4 * 1024,
+      .parameter_server_below_if_cores_crowded = 32 * 1024,
       .ring_block_total_bytes = 16 * 1024 * 1024};
 
   /// The shared state of `size` ranks. Outlives nothing: every transport keeps it alive.
@@ -379,7 +388,8 @@ class inproc_transport {
   /// cores (`gcl::by_size` asks; the same answer on every rank).
   bool ranks_share_cores() const noexcept { return detail::ranks_outnumber_cpus(size()); }
   /// Whether they are at least twice this host's CPUs, so that every core runs two or more
-  /// (`gcl::by_size` asks, for `all_reduce_thresholds::direct_below_if_cores_crowded`).
+  /// (`gcl::by_size` asks, for
+  /// `all_reduce_thresholds::parameter_server_below_if_cores_crowded`).
   bool ranks_crowd_cores() const noexcept { return detail::ranks_crowd_cpus(size()); }
 
   /// A communicator of context `context` is gone from this rank: its calls are forgotten, so

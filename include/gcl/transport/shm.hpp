@@ -58,13 +58,22 @@ class shm_transport {
   /// P = 8, and at P = 4 was level but at 1 MiB (1.17x). At P = 2 the three send alike
   /// (benchmark/analysis.md).
   ///
-  /// Where every core runs two ranks or more (and they are at most 8), `direct` below 4 KiB, as
-  /// between threads: one round, where recursive doubling waits log2 P times for the ranks of a
-  /// core to take turns. Measured on 2 cores (2026-11-27, back to back, 4 B to 256 B, three
-  /// jobs each, interleaved with Open MPI's vader): at P = 8 12-18 us against 14-46 (vader
-  /// 13-23), at P = 4 3.8-7.6 against 5.2-11 (vader 3.4-8.8). At 1 and 2 KiB (2026-11-28, five
-  /// jobs each, interleaved, medians): 0.98 and 0.64 of recursive doubling's time at P = 4, 0.72
-  /// and 0.91 at P = 8; at 4 KiB 1.13 and 1.05, so not from there.
+  /// Where the ranks outnumber the cores, `direct` below 4 KiB (up to 5 of them,
+  /// `by_size::direct_max_ranks`), as between threads: one round, where recursive doubling
+  /// waits log2 P times for the ranks of a core to take turns. Measured on 2 cores (2026-11-27,
+  /// back to back, 4 B to 256 B, three jobs each, interleaved with Open MPI's vader): at P = 8
+  /// 12-18 us against 14-46 (vader 13-23), at P = 4 3.8-7.6 against 5.2-11 (vader 3.4-8.8). At
+  /// 1 and 2 KiB (2026-11-28, five jobs each, interleaved, medians): 0.98 and 0.64 of recursive
+  /// doubling's time at P = 4, 0.72 and 0.91 at P = 8; at 4 KiB 1.13 and 1.05, so not from
+  /// there. Since 2026-11-29 also at P = 3 (2.0-2.3 us against 3.3-3.6 from 4 B to 1 KiB), and
+  /// where every core runs two ranks or more, the parameter server after it, or from 4 B beyond
+  /// 5 ranks, below 128 KiB: two rounds of 2 (P - 1) messages in all. Measured on 2 cores
+  /// (benchmark/default_vs_fixed, every algorithm in one job, blocks of calls back to back,
+  /// 2026-11-29): at 16 KiB 6.2 us against the 8.5 of the tree by_size took at P = 4, 18.7
+  /// against 27.0 at P = 8, 45.5 against 87.0 at P = 16; at 4 B 9.8 against 10.6 (P = 8,
+  /// direct) and 23.6 against 57.3 (P = 16, recursive doubling); at 64 KiB 14.6 against the
+  /// tree's 16.2 at P = 4, level at P = 8, 108 against 149 at P = 16; at 128 KiB behind
+  /// halving-doubling at P = 4 and 8 (26.4 against 20.9, 90 against 61).
   ///
   /// Ring runs in blocks of 1 MiB per rank, not the default 2: each chunk of a block (1 MiB /
   /// P) then fits its ring (4 MiB / P, `shm_options::ring_bytes`) whole, header included, so a
@@ -84,7 +93,8 @@ class shm_transport {
       .ring_from = 512 * 1024,
       .tree_below_if_cores_shared = 128 * 1024,
       .tree_from_if_cores_shared = 16 * 1024,
-      .direct_below_if_cores_crowded = 4 * 1024,
+      .direct_below_if_cores_shared = 4 * 1024,
+      .parameter_server_below_if_cores_crowded = 128 * 1024,
       .ring_block_bytes = 1024 * 1024};
 
   /// Joins the job described by `o` (rendezvous through rank 0).
@@ -141,7 +151,8 @@ class shm_transport {
   /// (`gcl::by_size` asks; the same answer on every rank).
   bool ranks_share_cores() const noexcept { return detail::ranks_outnumber_cpus(size()); }
   /// Whether they are at least twice this host's CPUs, so that every core runs two or more
-  /// (`gcl::by_size` asks, for `all_reduce_thresholds::direct_below_if_cores_crowded`).
+  /// (`gcl::by_size` asks, for
+  /// `all_reduce_thresholds::parameter_server_below_if_cores_crowded`).
   bool ranks_crowd_cores() const noexcept { return detail::ranks_crowd_cpus(size()); }
   /// Whether large messages from `peer` are copied once, straight from its memory
   /// (process_vm_readv allowed), rather than streamed through the ring.
