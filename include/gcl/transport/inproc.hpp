@@ -298,7 +298,13 @@ class inproc_transport {
   /// 2026-11-29): at 16 KiB 5.9 us against the 8.5 of the tree by_size took at P = 4, 13.6
   /// against 24.0 at P = 8, 31.6 against 61.3 at P = 16; at 4 B 6.0 against 6.8 (P = 8,
   /// direct) and 12.2 against 29.1 (P = 16, recursive doubling). At 32 KiB it took 13.2 us at
-  /// P = 4 (ring 10.0) and 847 at P = 16 (tree 73): a fall not yet explained.
+  /// P = 4 (ring 10.0) and 847 at P = 16 (tree 73), and direct 452 at P = 4: from there the
+  /// messages are offers (`inproc_options::eager_threshold`, 16 KiB where the threads
+  /// outnumber the cores), and each of direct's sends, and each worker's, waits for its
+  /// receiver, itself sending or receiving another, up to its patience (`spin`) before it
+  /// copies the message into the channel. With `eager_bytes` at 128 KiB direct at P = 4 took as
+  /// long at 32 and 64 KiB as at 16 (a loaded machine: 4.2 and 4.1 against 2.4 ms, where the
+  /// default took 33.6 and 41.8 against 3.9).
   static constexpr all_reduce_thresholds default_all_reduce{
       .recursive_doubling_below = 16 * 1024,
       .ring_from = 2 * 1024 * 1024,
