@@ -93,6 +93,33 @@ BOOST_AUTO_TEST_CASE(picks_recursive_doubling_then_halving_doubling_then_ring_by
     }
 }
 
+// At P = 2, recursive doubling below recursive_doubling_below_at_two_ranks (one exchange of
+// the vectors, where halving-doubling makes two of halves); other P switch at
+// recursive_doubling_below; and where the rule for two is the smaller, the other stands.
+BOOST_AUTO_TEST_CASE(keeps_recursive_doubling_to_its_own_size_between_two_ranks) {
+  constexpr gcl::all_reduce_thresholds two{.recursive_doubling_below = 64,
+                                           .ring_from = 4096,
+                                           .recursive_doubling_below_at_two_ranks = 1024};
+  BOOST_TEST((pattern<float>(2, 100, gcl::sum{}, gcl::recursive_doubling{}) !=
+              pattern<float>(2, 100, gcl::sum{}, gcl::halving_doubling{})));
+  for (int p : {2, 3, 4})
+    for (std::size_t n : {std::size_t{1}, std::size_t{16}, std::size_t{100}, std::size_t{255},
+                          std::size_t{256}, std::size_t{1000}}) {
+      std::size_t const bytes = n * sizeof(float);
+      bool const doubling = bytes < (p == 2 ? 1024 : 64);
+      auto want = doubling       ? pattern<float>(p, n, gcl::sum{}, gcl::recursive_doubling{})
+                  : bytes < 4096 ? pattern<float>(p, n, gcl::sum{}, gcl::halving_doubling{})
+                                 : pattern<float>(p, n, gcl::sum{}, gcl::ring{});
+      BOOST_TEST((pattern<float>(p, n, gcl::sum{}, gcl::by_size{.sizes = two}) == want),
+                 "P=" << p << " " << bytes << " bytes");
+    }
+  constexpr gcl::all_reduce_thresholds smaller{.recursive_doubling_below = 1024,
+                                               .ring_from = 4096,
+                                               .recursive_doubling_below_at_two_ranks = 64};
+  BOOST_TEST((pattern<float>(2, 100, gcl::sum{}, gcl::by_size{.sizes = smaller}) ==
+              pattern<float>(2, 100, gcl::sum{}, gcl::recursive_doubling{})));
+}
+
 BOOST_AUTO_TEST_CASE(sums_exactly_across_the_switches) {
   gcl::by_size const alg{.sizes = sizes};
   for (int p = 1; p <= 9; ++p)

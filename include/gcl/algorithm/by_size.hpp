@@ -11,9 +11,10 @@
 ///
 /// Where the sizes switch depends on the transport: messages between threads cost a fraction
 /// of a microsecond, between processes over TCP tens of microseconds, so TCP keeps the
-/// few-rounds algorithms to larger sizes. A transport says where by a static member
-/// `default_all_reduce`, or a member `all_reduce_sizes()` where its rendezvous decides
-/// (transport_hints.hpp); the values were measured back to back on a 2-core
+/// few-rounds algorithms to larger sizes, and between two ranks recursive doubling, one round,
+/// to larger still (`all_reduce_thresholds::recursive_doubling_below_at_two_ranks`). A transport
+/// says where by a static member `default_all_reduce`, or a member `all_reduce_sizes()` where its
+/// rendezvous decides (transport_hints.hpp); the values were measured back to back on a 2-core
 /// machine (see doc/benchmarks.md), and a user who measures other crossovers passes their own:
 ///
 ///     gcl::all_reduce(comm, v);  // by_size, with the transport's sizes
@@ -169,6 +170,15 @@ struct by_size {
                     std::max({t.ring_block_bytes, t.ring_block_total_bytes / ranks, shared_floor})};
   }
 
+  /// Below this size, recursive doubling (unless a rule for shared cores came first):
+  /// `recursive_doubling_below`, and at P = 2 `recursive_doubling_below_at_two_ranks` where it
+  /// is larger.
+  static constexpr std::size_t recursive_doubling_below(all_reduce_thresholds const& t,
+                                                        int p) noexcept {
+    return p == 2 ? std::max(t.recursive_doubling_below, t.recursive_doubling_below_at_two_ranks)
+                  : t.recursive_doubling_below;
+  }
+
   /// The rounds of the algorithm it picks for this size (see cost_model.hpp), with `sizes` or
   /// the defaults (a schedule does not know the transport, nor whether ranks share cores), for
   /// a commutative operator.
@@ -176,7 +186,7 @@ struct by_size {
   void schedule(int p, std::size_t count, std::size_t element_size, F&& step) const {
     auto const t = sizes.value_or(all_reduce_thresholds{});
     std::size_t const bytes = count * element_size;
-    if (bytes < t.recursive_doubling_below)
+    if (bytes < recursive_doubling_below(t, p))
       for_each_step(recursive_doubling{}, p, count, element_size, step);
     else if (bytes >= t.ring_from)
       for_each_step(ring_of(t, p), p, count, element_size, step);
@@ -202,7 +212,8 @@ struct by_size {
         tree_below = t.tree_below_if_over_two_per_cpu;
       if (bytes < tree_below) return tree{}.all_reduce(comm, data, op);
     }
-    if (bytes < t.recursive_doubling_below) return recursive_doubling{}.all_reduce(comm, data, op);
+    if (bytes < recursive_doubling_below(t, comm.size()))
+      return recursive_doubling{}.all_reduce(comm, data, op);
     if constexpr (commutative_op<Op, T>)
       if (bytes >= t.ring_from)
         return ring_of(t, comm.size(), cores_shared).all_reduce(comm, data, op);
