@@ -138,6 +138,63 @@ BOOST_AUTO_TEST_CASE(by_size_over_tcp_keeps_the_tree_longer_over_two_ranks_per_c
   }
 }
 
+// Where some host has two ranks or more per CPU (tcp_options::crowds_cores, exchanged at the
+// rendezvous), the default all_reduce over TCP takes the parameter server below 64 KiB: the
+// tree's 2 (P - 1) messages, in two rounds instead of its 2 log2 P. From 64 KiB, and where the
+// ranks only share the cores, the tree.
+BOOST_AUTO_TEST_CASE(by_size_over_tcp_takes_the_parameter_server_where_ranks_crowd_cores) {
+  static_assert(gcl::tcp_transport::default_all_reduce.parameter_server_below_if_cores_crowded ==
+                64 * 1024);
+  gcl::tcp_options shared;
+  shared.shares_cores = true;
+  gcl::tcp_options crowded = shared;
+  crowded.crowds_cores = true;
+  std::size_t const small = 4, below = (64 * 1024) / 8 - 1, medium = (64 * 1024) / 8;
+  for (int p : {4, 5}) {
+    BOOST_TEST_INFO("P=" << p);
+    bool ok = false;
+    auto const server = run(p, small, gcl::parameter_server{}, ok);
+    auto const tree = run(p, small, gcl::tree{}, ok);
+    BOOST_TEST(server.rounds == 2);
+    BOOST_TEST(tree.rounds > 2);
+    for (std::size_t n : {small, below}) {
+      auto const got = run(p, n, gcl::by_size{}, ok, crowded);
+      BOOST_TEST(ok);
+      BOOST_TEST(got.messages_sent == server.messages_sent);
+      BOOST_TEST(got.rounds == server.rounds);
+      BOOST_TEST(run(p, n, gcl::by_size{}, ok, shared).rounds == tree.rounds);
+      BOOST_TEST(ok);
+    }
+    BOOST_TEST(run(p, medium, gcl::by_size{}, ok, crowded).rounds == tree.rounds);
+    BOOST_TEST(ok);
+  }
+}
+
+// Between two ranks, the default all_reduce over TCP runs recursive doubling to below 1 MiB
+// (one exchange of the vectors: one message a rank) and halving-doubling from 1 MiB (two of
+// halves), where at P = 4 halving-doubling takes over from 64 KiB.
+BOOST_AUTO_TEST_CASE(by_size_over_tcp_keeps_recursive_doubling_longer_between_two_ranks) {
+  static_assert(gcl::tcp_transport::default_all_reduce.recursive_doubling_below_at_two_ranks ==
+                1024 * 1024);
+  std::size_t const medium = (128 * 1024) / 8, below_large = (1024 * 1024) / 8 - 1,
+                    large = (1024 * 1024) / 8;
+  bool ok = false;
+  auto const doubling = run(2, medium, gcl::recursive_doubling{}, ok).messages_sent;
+  auto const halving = run(2, medium, gcl::halving_doubling{}, ok).messages_sent;
+  BOOST_TEST(doubling == 2u);
+  BOOST_TEST(halving == 4u);
+  for (std::size_t n : {medium, below_large}) {
+    BOOST_TEST_INFO(n * 8 << " bytes");
+    BOOST_TEST(run(2, n, gcl::by_size{}, ok).messages_sent == doubling);
+    BOOST_TEST(ok);
+  }
+  BOOST_TEST(run(2, large, gcl::by_size{}, ok).messages_sent == halving);
+  BOOST_TEST(ok);
+  BOOST_TEST(run(4, medium, gcl::by_size{}, ok).messages_sent ==
+             run(4, medium, gcl::halving_doubling{}, ok).messages_sent);
+  BOOST_TEST(ok);
+}
+
 // From ring's sizes up, the default all_reduce runs ring a block at a time; where ranks share
 // cores (the rendezvous says so on every rank), blocks of at least P² x
 // ring_step_bytes_per_rank_if_cores_shared. Small thresholds at P = 4: 4 KiB blocks alone,

@@ -689,13 +689,16 @@ BOOST_AUTO_TEST_CASE(wrong_token_rank_is_refused_with_a_clear_error) {
 // launcher's local size); the rendezvous tells every rank whether any rank does, so that a
 // choice made by it (gcl::by_size's) is the same on every rank. Here rank 1, rank 2 or no rank
 // says so, then every rank (rank 0, the table's maker, among them). The same for more than two
-// ranks per CPU (tcp_options::over_two_per_cpu), said by another rank, or the same one.
+// ranks per CPU (tcp_options::over_two_per_cpu), said by another rank, or the same one, and
+// for two or more (tcp_options::crowds_cores).
 BOOST_AUTO_TEST_CASE(every_rank_learns_whether_any_rank_shares_cores) {
   struct said {
-    int sharing, over_two;
+    int sharing, over_two, crowding;
   };
-  for (said const w : {said{-1, -1}, said{1, -1}, said{2, 1}, said{1, 2}}) {
-    int const sharing = w.sharing, over_two = w.over_two;  // not bindings: lambdas capture them
+  for (said const w : {said{-1, -1, -1}, said{1, -1, -1}, said{2, 1, 1}, said{1, 2, 2},
+                       said{-1, -1, 2}, said{2, -1, 1}}) {
+    // not bindings: lambdas capture them
+    int const sharing = w.sharing, over_two = w.over_two, crowding = w.crowding;
     tcp_transport::group g(3, quick(10s));
     std::vector<int> answers(3, -1);  // -1: no answer; -2: the rank failed; else the two bits
     {
@@ -704,21 +707,25 @@ BOOST_AUTO_TEST_CASE(every_rank_learns_whether_any_rank_shares_cores) {
         ranks.emplace_back([&, r] {
           auto o = g.options();
           o.rank = r;
-          o.shares_cores = r == sharing || r == over_two;
+          o.shares_cores = r == sharing || r == over_two || r == crowding;
           o.over_two_per_cpu = r == over_two;
+          o.crowds_cores = r == crowding;
           try {
             // Rank 0 through the group, which holds its bound port; the others as processes do.
             auto t = r == 0 ? g.connect(0) : tcp_transport(o);
-            answers[static_cast<std::size_t>(r)] =
-                (t.ranks_share_cores() ? 1 : 0) | (t.ranks_over_two_per_cpu() ? 2 : 0);
+            answers[static_cast<std::size_t>(r)] = (t.ranks_share_cores() ? 1 : 0) |
+                                                   (t.ranks_over_two_per_cpu() ? 2 : 0) |
+                                                   (t.ranks_crowd_cores() ? 4 : 0);
           } catch (std::exception const&) {
             answers[static_cast<std::size_t>(r)] = -2;
           }
         });
     }
-    std::vector<int> const want(3, (sharing > 0 || over_two > 0 ? 1 : 0) | (over_two > 0 ? 2 : 0));
+    std::vector<int> const want(3, (sharing > 0 || over_two > 0 || crowding > 0 ? 1 : 0) |
+                                       (over_two > 0 ? 2 : 0) | (crowding > 0 ? 4 : 0));
     BOOST_TEST(answers == want, "rank " << sharing << " shares cores, rank " << over_two
-                                        << " has more than two to a CPU");
+                                        << " has more than two to a CPU, rank " << crowding
+                                        << " two or more");
   }
   auto o = quick(10s);
   o.shares_cores = true;

@@ -314,9 +314,15 @@ BOOST_AUTO_TEST_CASE(more_than_two_ranks_to_a_cpu_poll_longer_still) {
   BOOST_TEST(from(ranks(cpus + 1)).spin == gcl::tcp_options::shared_core_spin);
   BOOST_TEST(from(ranks(2 * cpus)).spin == gcl::tcp_options::shared_core_spin);
   BOOST_TEST(!from(ranks(2 * cpus)).over_two_per_cpu);
+  // Two to a CPU crowd the cores (every core runs two); one fewer does not, where that is more
+  // than the CPUs.
+  BOOST_TEST(from(ranks(2 * cpus)).crowds_cores);
+  if (2 * cpus - 1 > cpus) BOOST_TEST(!from(ranks(2 * cpus - 1)).crowds_cores);
+  BOOST_TEST(!from(ranks(cpus)).crowds_cores);
   auto many = from(ranks(2 * cpus + 1));
   BOOST_TEST(many.shares_cores);
   BOOST_TEST(many.over_two_per_cpu);
+  BOOST_TEST(many.crowds_cores);
   BOOST_TEST(many.spin == gcl::tcp_options::over_two_per_cpu_spin);
   // GCL_SPIN_US still decides; a rank bound to a core of its own polls briefly.
   auto told = ranks(2 * cpus + 1);
@@ -326,6 +332,7 @@ BOOST_AUTO_TEST_CASE(more_than_two_ranks_to_a_cpu_poll_longer_still) {
   told["GCL_BOUND_CPU"] = "0";
   BOOST_TEST(from(told).spin == gcl::tcp_options::default_spin);
   BOOST_TEST(!from(told).over_two_per_cpu);
+  BOOST_TEST(!from(told).crowds_cores);
 }
 
 // The CPUs a rank sends at the rendezvous are those it may run on; its polling follows rank

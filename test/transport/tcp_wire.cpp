@@ -194,11 +194,20 @@ hello_cpus rank_on(std::uint8_t machine, std::vector<int> const& cpus) {
   return h;
 }
 
-// "s", "2" (shares cores, more than two to a CPU), "-" (neither) or "u" (unjudged) per rank.
+// Per rank: "2" (more than two to a CPU), "c" (two to a CPU: crowds the cores), "s" (shares
+// them), "-" (none of these), "u" (unjudged), "!" (a judgement that contradicts itself).
 std::string judged(std::vector<hello_cpus> const& ranks) {
   std::string out;
-  for (auto const& j : judge_cores(ranks))
-    out += !j ? 'u' : j->over_two_per_cpu ? '2' : j->shares_cores ? 's' : '-';
+  for (auto const& j : judge_cores(ranks)) {
+    bool const coherent =
+        !j || ((!j->over_two_per_cpu || j->crowds_cores) && (!j->crowds_cores || j->shares_cores));
+    out += !coherent             ? '!'
+           : !j                  ? 'u'
+           : j->over_two_per_cpu ? '2'
+           : j->crowds_cores     ? 'c'
+           : j->shares_cores     ? 's'
+                                 : '-';
+  }
   return out;
 }
 
@@ -209,16 +218,16 @@ BOOST_AUTO_TEST_CASE(ranks_share_cores_when_a_machine_has_more_of_them_than_thei
   // Bound to a CPU each (mpirun's default at two ranks): not shared, though each mask has one.
   BOOST_TEST(judged({rank_on(1, {0}), rank_on(1, {1})}) == "--");
   // Bound to the same CPU, or all free on one: shared.
-  BOOST_TEST(judged({rank_on(1, {0}), rank_on(1, {0})}) == "ss");
+  BOOST_TEST(judged({rank_on(1, {0}), rank_on(1, {0})}) == "cc");
   BOOST_TEST(judged({rank_on(1, {0, 1}), rank_on(1, {0, 1}), rank_on(1, {0, 1})}) == "sss");
-  // Five ranks on two CPUs: more than two to a CPU; four: two, shared but not more.
+  // Five ranks on two CPUs: more than two to a CPU; four: two, crowded but not more.
   std::vector<hello_cpus> five(5, rank_on(1, {0, 1}));
   BOOST_TEST(judged(five) == "22222");
   five.pop_back();
-  BOOST_TEST(judged(five) == "ssss");
+  BOOST_TEST(judged(five) == "cccc");
   // Machines apart: each counted alone (two ranks of machine 2 on its CPU 0 share it).
   BOOST_TEST(judged({rank_on(1, {0}), rank_on(2, {0}), rank_on(2, {0}), rank_on(1, {1})}) ==
-             "-ss-");
+             "-cc-");
   // A rank of a machine that did not give its CPUs (or its machine): that machine unjudged.
   BOOST_TEST(judged({rank_on(1, {0}), rank_on(1, {}), rank_on(2, {0})}) == "uu-");
   BOOST_TEST(judged({rank_on(0, {0}), rank_on(1, {0})}) == "u-");

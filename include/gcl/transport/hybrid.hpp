@@ -250,10 +250,11 @@ class hybrid_transport {
     return s_->tcp && s_->tcp->any_over_two_per_cpu();
   }
   /// Whether the ranks crowd the cores (at least two per CPU), as by_size asks: where every
-  /// peer is reached through shared memory, as `shm_transport::ranks_crowd_cores`; else false
-  /// (TCP's thresholds never take `direct` for it).
+  /// peer is reached through shared memory, as `shm_transport::ranks_crowd_cores`; else as the
+  /// TCP rendezvous says (`tcp_transport::ranks_crowd_cores`).
   bool ranks_crowd_cores() const noexcept {
-    return all_shm() && detail::ranks_crowd_cpus(s_->size);
+    if (all_shm()) return detail::ranks_crowd_cpus(s_->size);
+    return s_->tcp && s_->tcp->any_crowds_cores();
   }
 
   /// Which call the following messages belong to: told to both sides, so that a disagreement

@@ -68,12 +68,23 @@ class tcp_transport {
   /// 2 MiB blocks; at P = 4, 4 and 8 MiB blocks were no faster; benchmark/analysis.md).
   /// Ring from 2 MiB: at 1 MiB halving-doubling took 0.6-0.9x ring's time at P = 4 and 8
   /// (2026-11-27, on 2 cores, two rounds each, back to back), and ring was ahead from 2 MiB;
-  /// at P = 2 the two send the same messages.
+  /// at P = 2 the two send the same messages. At P = 2, recursive doubling to 1 MiB: one
+  /// exchange of the vectors where halving-doubling makes two of halves, the same bytes; from
+  /// 64 to 512 KiB it took 0.88-0.92x halving-doubling's time, at 1 MiB 1.12x (2026-11-29, 2
+  /// cores, benchmark/default_vs_fixed: every algorithm in one job, nine rounds in random
+  /// orders; 0.81-0.92x at 64 and 256 KiB in three runs before). Where every core runs two
+  /// ranks or more (`ranks_crowd_cores`), the parameter server below 64 KiB, ahead of the tree:
+  /// the tree's 2 (P - 1) messages in two rounds instead of 2 log2 P, and every round waits for
+  /// ranks to be scheduled (same tool, 4 B to 16 KiB: at P = 8 0.71-0.90x the tree's time, at
+  /// P = 4 0.78-1.04x; at 64 KiB 0.98-1.38x, and behind halving-doubling at P = 8; two runs of
+  /// seven rounds on 2 cores, 2026-11-29).
   static constexpr all_reduce_thresholds default_all_reduce{
       .recursive_doubling_below = 64 * 1024,
       .ring_from = 2 * 1024 * 1024,
+      .recursive_doubling_below_at_two_ranks = 1024 * 1024,
       .tree_below_if_cores_shared = 1024 * 1024,
       .tree_below_if_over_two_per_cpu = 2 * 1024 * 1024,
+      .parameter_server_below_if_cores_crowded = 64 * 1024,
       .ring_step_bytes_per_rank_if_cores_shared = 128 * 1024};
 
   /// Forms the job with the other ranks described by `o` (rendezvous through rank 0).
@@ -181,8 +192,9 @@ class tcp_transport {
     o.local_rank = -1;
     o.local_size = 0;
     // A lane of some of the job's ranks keeps the job's judgement of their cores (in
-    // shares_cores, over_two_per_cpu and spin), which counted every rank of each machine: its
-    // own ranks alone could look like a core each where the machine's ranks share them.
+    // shares_cores, over_two_per_cpu, crowds_cores and spin), which counted every rank of each
+    // machine: its own ranks alone could look like a core each where the machine's ranks share
+    // them.
     o.cpus.clear();
     // Lane rank 0 keeps the job's master address: it only listens, as the family of that one.
     if (b.rank != 0) o.master_addr = impl_->peer_address(b.members[0]);
@@ -202,6 +214,10 @@ class tcp_transport {
   /// Whether some rank's host has more than two ranks per CPU (its
   /// `tcp_options::over_two_per_cpu`), as the rendezvous told every rank: the same everywhere.
   bool ranks_over_two_per_cpu() const noexcept { return impl_->any_over_two_per_cpu(); }
+  /// Whether some rank's host has at least two ranks per CPU (its `tcp_options::crowds_cores`),
+  /// as the rendezvous told every rank: the same everywhere, so `gcl::by_size` may choose by it
+  /// (`all_reduce_thresholds::parameter_server_below_if_cores_crowded`).
+  bool ranks_crowd_cores() const noexcept { return impl_->any_crowds_cores(); }
   /// The TCP congestion control of the connection to `peer` (as the kernel names it: "reno",
   /// "bbr", ...; "" for this rank itself, or where the system cannot say). Connections within
   /// a host use `tcp_options::same_host_congestion_control`.

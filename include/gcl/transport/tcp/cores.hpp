@@ -36,6 +36,7 @@ inline std::array<std::uint8_t, 128> cpu_bitmap(std::span<int const> cpus) {
 struct cores_judgement {
   bool shares_cores = false;      // the machine's ranks outnumber the CPUs they may run on
   bool over_two_per_cpu = false;  // ... and are more than twice them
+  bool crowds_cores = false;      // ... and are at least twice them (two or more a CPU)
 };
 
 // For each rank, from every rank's machine and CPUs: whether the ranks of its machine share
@@ -59,7 +60,8 @@ inline std::vector<std::optional<cores_judgement>> judge_cores(std::span<hello_c
     if (!all_known) continue;
     std::size_t cpus = 0;
     for (std::uint8_t b : together) cpus += static_cast<std::size_t>(std::popcount(b));
-    cores_judgement const j{members.size() > cpus, members.size() > 2 * cpus};
+    cores_judgement const j{members.size() > cpus, members.size() > 2 * cpus,
+                            cpus > 0 && members.size() >= 2 * cpus};
     for (std::size_t r : members) out[r] = j;
   }
   return out;

@@ -174,6 +174,9 @@ class tcp_impl {
   // Whether any rank's host has more than two ranks per CPU (tcp_options::over_two_per_cpu),
   // from the rendezvous: the same on every rank.
   bool any_over_two_per_cpu() const noexcept { return any_over_two_per_cpu_; }
+  // Whether any rank's host has at least two ranks per CPU (tcp_options::crowds_cores), from
+  // the rendezvous: the same on every rank.
+  bool any_crowds_cores() const noexcept { return any_crowds_cores_; }
 
   // ---- for hybrid_transport, whose caller waits on something else than this transport -------
 
@@ -1712,6 +1715,7 @@ class tcp_impl {
     keys_ = rendezvous_->keys();
     any_shares_cores_ = rendezvous_->any_shares_cores();
     any_over_two_per_cpu_ = rendezvous_->any_over_two_per_cpu();
+    any_crowds_cores_ = rendezvous_->any_crowds_cores();
     // What rank 0 judged from the CPUs of this rank's machine, in place of the rank's guess
     // (options() then says it, and a fork carries it: tcp_transport::fork), and the polling
     // from_env would have chosen from it (before the I/O thread starts: its priority depends
@@ -1719,6 +1723,7 @@ class tcp_impl {
     if (auto const cores = rendezvous_->own_cores()) {
       o_.shares_cores = cores->shares_cores;
       o_.over_two_per_cpu = cores->over_two_per_cpu;
+      o_.crowds_cores = cores->crowds_cores;
       if (o_.spin_follows_cores)
         o_.spin = tcp_options::spin_for_cores(cores->shares_cores, cores->over_two_per_cpu);
     }
@@ -1776,6 +1781,7 @@ class tcp_impl {
   std::vector<host_key> keys_;          // host_keys()
   bool any_shares_cores_ = false;       // any_shares_cores()
   bool any_over_two_per_cpu_ = false;   // any_over_two_per_cpu()
+  bool any_crowds_cores_ = false;       // any_crowds_cores()
   std::function<void()> arrival_hook_;  // set_arrival_hook
   bool parking_ = true;                 // false once a hook is set
 

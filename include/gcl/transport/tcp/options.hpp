@@ -115,11 +115,18 @@ struct tcp_options {
   /// keeps the binomial tree to larger sizes
   /// (`all_reduce_thresholds::tree_below_if_over_two_per_cpu`).
   bool over_two_per_cpu = false;
+  /// Whether the ranks on this rank's host are at least twice the CPUs it may use (and so
+  /// `shares_cores`): every core runs two or more. `from_env` sets it from `local_size`; sent
+  /// at the rendezvous like `shares_cores` (`tcp_transport::ranks_crowd_cores`), and then the
+  /// default all_reduce takes the parameter server for small messages
+  /// (`all_reduce_thresholds::parameter_server_below_if_cores_crowded`).
+  bool crowds_cores = false;
   /// The CPUs this rank may run on, sent to rank 0 at the rendezvous with its machine's boot id.
   /// Rank 0 counts the ranks of each machine against the CPUs their masks allow together, and
   /// where every rank of a machine gave its CPUs, that judgement replaces their
-  /// `shares_cores` and `over_two_per_cpu` (tcp/cores.hpp): a rank's own mask cannot tell a
-  /// launcher that bound each rank to a CPU of its own (mpirun's default at two ranks, srun's
+  /// `shares_cores`, `over_two_per_cpu` and `crowds_cores` (tcp/cores.hpp): a rank's own mask
+  /// cannot tell a launcher that bound each rank to a CPU of its own (mpirun's default at two
+  /// ranks, srun's
   /// `--cpu-bind=cores`) from one CPU that all of them share. `from_env` sets it from the
   /// affinity mask (`sched_getaffinity`); empty (the default, and a group's): not known.
   std::vector<int> cpus;
@@ -176,6 +183,7 @@ struct tcp_options {
   /// |             | MPI_LOCALNRANKS (MPICH)                                                   |
   /// | shares_cores| local_size above the usable CPUs, and no GCL_BOUND_CPU                    |
   /// | over_two_per_cpu (field) | local_size above twice the usable CPUs, no GCL_BOUND_CPU     |
+  /// | crowds_cores | local_size at least twice the usable CPUs, and no GCL_BOUND_CPU          |
   /// | cpus        | the affinity mask (sched_getaffinity)                                     |
   ///
   /// Without GCL_TOKEN the token is derived from the first of these that is set, which every
@@ -281,6 +289,7 @@ struct tcp_options {
                           (o.local_size > 0 && static_cast<std::size_t>(o.local_size) <= usable);
     o.shares_cores = !own_core && o.local_size > 0;
     o.over_two_per_cpu = o.shares_cores && static_cast<std::size_t>(o.local_size) > 2 * usable;
+    o.crowds_cores = o.shares_cores && static_cast<std::size_t>(o.local_size) >= 2 * usable;
     auto const told_spin = first({"GCL_SPIN_US"});
     if (told_spin)
       o.spin = std::chrono::microseconds(integer(*told_spin, 0, 1000000));

@@ -67,7 +67,8 @@ class tcp_rendezvous : public std::enable_shared_from_this<tcp_rendezvous> {
         attempt_(static_cast<std::size_t>(o.size)),
         expected_(o.size - 1) {
     keys_[static_cast<std::size_t>(o.rank)] = o.host_key;
-    flags_[static_cast<std::size_t>(o.rank)] = table_flags(o.shares_cores, o.over_two_per_cpu);
+    flags_[static_cast<std::size_t>(o.rank)] =
+        table_flags({o.shares_cores, o.over_two_per_cpu, o.crowds_cores});
     cpus_[static_cast<std::size_t>(o.rank)] = own_cpus();
   }
 
@@ -81,12 +82,16 @@ class tcp_rendezvous : public std::enable_shared_from_this<tcp_rendezvous> {
   // Whether any rank's host has more than two ranks per CPU (tcp_options::over_two_per_cpu),
   // the same on every rank as any_shares_cores.
   bool any_over_two_per_cpu() const { return any_rank_has(table_over_two_per_cpu); }
+  // Whether any rank's host has at least two ranks per CPU (tcp_options::crowds_cores), the
+  // same on every rank as any_shares_cores.
+  bool any_crowds_cores() const { return any_rank_has(table_crowds_cores); }
   // What rank 0 judged of this rank's cores from the CPUs of its machine's ranks (cores.hpp),
   // once run() returns; nothing where it could not judge.
   std::optional<cores_judgement> own_cores() const {
     auto const f = flags_[static_cast<std::size_t>(o_.rank)];
     if ((f & table_cores_judged) == 0) return std::nullopt;
-    return cores_judgement{(f & table_shares_cores) != 0, (f & table_over_two_per_cpu) != 0};
+    return cores_judgement{(f & table_shares_cores) != 0, (f & table_over_two_per_cpu) != 0,
+                           (f & table_crowds_cores) != 0};
   }
   // Whether this rank and rank r share a host and so, with connect_same_host false, have no
   // data connection (only once rank 0's table has come, for a rank other than 0).
@@ -139,10 +144,11 @@ class tcp_rendezvous : public std::enable_shared_from_this<tcp_rendezvous> {
   }
 
  private:
-  // A rank's table flags (wire.hpp) from its options' two facts.
-  static std::uint8_t table_flags(bool shares_cores, bool over_two_per_cpu) {
-    return static_cast<std::uint8_t>((shares_cores ? table_shares_cores : 0) |
-                                     (over_two_per_cpu ? table_over_two_per_cpu : 0));
+  // A rank's table flags (wire.hpp) from its options' facts about its cores.
+  static std::uint8_t table_flags(cores_judgement const& j) {
+    return static_cast<std::uint8_t>((j.shares_cores ? table_shares_cores : 0) |
+                                     (j.over_two_per_cpu ? table_over_two_per_cpu : 0) |
+                                     (j.crowds_cores ? table_crowds_cores : 0));
   }
   // This rank's machine and CPUs, as its join hello's sequel carries them (wire.hpp).
   hello_cpus own_cpus() const {
@@ -157,8 +163,7 @@ class tcp_rendezvous : public std::enable_shared_from_this<tcp_rendezvous> {
     auto const judged = judge_cores(cpus_);
     for (std::size_t r = 0; r < judged.size(); ++r)
       if (judged[r])
-        flags_[r] = static_cast<std::uint8_t>(
-            table_flags(judged[r]->shares_cores, judged[r]->over_two_per_cpu) | table_cores_judged);
+        flags_[r] = static_cast<std::uint8_t>(table_flags(*judged[r]) | table_cores_judged);
   }
   // Whether any rank's flags_ have `flag`.
   bool any_rank_has(std::uint8_t flag) const {
@@ -460,7 +465,8 @@ class tcp_rendezvous : public std::enable_shared_from_this<tcp_rendezvous> {
     table_[i] = tcp::endpoint(a, h.port);
     keys_[i] = h.key;
     flags_[i] =
-        table_flags((h.flags & hello_shares_cores) != 0, (h.flags & hello_over_two_per_cpu) != 0);
+        table_flags({(h.flags & hello_shares_cores) != 0, (h.flags & hello_over_two_per_cpu) != 0,
+                     (h.flags & hello_crowds_cores) != 0});
     cpus_[i] = cpus;
     where_[i] = "rank " + std::to_string(h.rank) + " at " + endpoint_text(from);
     peers_[i].emplace(std::move(c->socket));
@@ -566,7 +572,8 @@ class tcp_rendezvous : public std::enable_shared_from_this<tcp_rendezvous> {
     h.key = o_.host_key;
     h.flags = static_cast<std::uint8_t>((o_.connect_same_host ? hello_connects_same_host : 0) |
                                         (o_.shares_cores ? hello_shares_cores : 0) |
-                                        (o_.over_two_per_cpu ? hello_over_two_per_cpu : 0));
+                                        (o_.over_two_per_cpu ? hello_over_two_per_cpu : 0) |
+                                        (o_.crowds_cores ? hello_crowds_cores : 0));
     boost::system::error_code endpoint_ec;
     auto local = !o_.interface_name.empty() || !o_.bind_address.empty()
                      ? local_address()
@@ -640,8 +647,9 @@ class tcp_rendezvous : public std::enable_shared_from_this<tcp_rendezvous> {
         a = asio::ip::address_v4({e.address[0], e.address[1], e.address[2], e.address[3]});
       table_[at] = tcp::endpoint(a, e.port);
       keys_[at] = e.key;
-      flags_[at] = static_cast<std::uint8_t>(
-          e.flags & (table_shares_cores | table_over_two_per_cpu | table_cores_judged));
+      flags_[at] =
+          static_cast<std::uint8_t>(e.flags & (table_shares_cores | table_over_two_per_cpu |
+                                               table_crowds_cores | table_cores_judged));
       if (i > o_.rank)
         where_[at] = "rank " + std::to_string(i) + " at " + endpoint_text(table_[at]);
     }
@@ -668,8 +676,8 @@ class tcp_rendezvous : public std::enable_shared_from_this<tcp_rendezvous> {
   int joined_ = 0, tables_sent_ = 0, connected_ = 0;
   bool finished_ = false;
   std::vector<host_key> keys_;  // keys_[r]: rank r's host key (from its hello, or the table)
-  // flags_[r]: rank r's tcp_options::shares_cores and over_two_per_cpu, as the table's bits
-  // (table_shares_cores, table_over_two_per_cpu), from its hello or the table as keys_, or
+  // flags_[r]: rank r's tcp_options::shares_cores, over_two_per_cpu and crowds_cores, as the
+  // table's bits (table_shares_cores, ...), from its hello or the table as keys_, or
   // what rank 0 judged from its machine's CPUs instead (then with table_cores_judged)
   std::vector<std::uint8_t> flags_;
   // cpus_[r]: rank r's machine and CPUs: this rank's own (own_cpus), and at rank 0 every

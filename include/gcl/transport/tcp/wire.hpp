@@ -38,7 +38,9 @@ inline constexpr std::uint32_t reply_magic = 0x524c4347;  // "GCLR"
 //    flags).
 // 6: a join hello is followed by the joining rank's machine and CPUs (hello_cpus), from which
 //    rank 0 judges whether the ranks of each machine share cores (table_cores_judged).
-inline constexpr std::uint16_t wire_version = 6;
+// 7: ... and whether its host has at least two ranks per CPU (hello_crowds_cores,
+//    table_crowds_cores).
+inline constexpr std::uint16_t wire_version = 7;
 
 // status_query asks a rank's I/O thread where its rank is; status_reply answers with the
 // rank's last collective in `call`, and in `tag` bit 0 "still inside it" and bits 1.. the rank
@@ -277,6 +279,7 @@ enum class hello_kind : std::uint8_t { join = 1, peer = 2 };  // join: register 
 inline constexpr std::uint8_t hello_connects_same_host = 1;
 inline constexpr std::uint8_t hello_shares_cores = 2;      // tcp_options::shares_cores
 inline constexpr std::uint8_t hello_over_two_per_cpu = 4;  // tcp_options::over_two_per_cpu
+inline constexpr std::uint8_t hello_crowds_cores = 8;      // tcp_options::crowds_cores
 
 struct hello {
   std::uint32_t magic = hello_magic;
@@ -290,6 +293,7 @@ struct hello {
   // Bit 0: the sender connects to ranks of its own host (tcp_options::connect_same_host).
   // Bit 1: the sender shares a core with other ranks (tcp_options::shares_cores; join only).
   // Bit 2: its host has more than two ranks per CPU (tcp_options::over_two_per_cpu; join only).
+  // Bit 3: ... at least two ranks per CPU (tcp_options::crowds_cores; join only).
   std::uint8_t flags = hello_connects_same_host;
   std::array<std::uint8_t, 16> address{};
   host_key key{};  // the sender's (join only)
@@ -425,7 +429,8 @@ inline decoded<reply> decode_reply(std::span<std::byte const> b) {
 // One rank's entry in rank 0's address table: where the other ranks connect to it.
 inline constexpr std::uint8_t table_shares_cores = 1;      // tcp_options::shares_cores
 inline constexpr std::uint8_t table_over_two_per_cpu = 2;  // tcp_options::over_two_per_cpu
-// The two bits above are rank 0's judgement from the CPUs of every rank of the rank's machine
+inline constexpr std::uint8_t table_crowds_cores = 8;      // tcp_options::crowds_cores
+// The bits above are rank 0's judgement from the CPUs of every rank of the rank's machine
 // (hello_cpus; tcp/cores.hpp), not the rank's own guess from its hello.
 inline constexpr std::uint8_t table_cores_judged = 4;
 
@@ -434,7 +439,8 @@ struct table_entry {
   std::uint16_t port = 0;                  // its listening port
   std::array<std::uint8_t, 16> address{};  // IPv4: the first 4 bytes
   host_key key{};                          // its host key (as its hello gave it)
-  std::uint8_t flags = 0;  // table_shares_cores, table_over_two_per_cpu, table_cores_judged
+  // table_shares_cores, table_over_two_per_cpu, table_crowds_cores, table_cores_judged
+  std::uint8_t flags = 0;
 };
 
 // Entry i at out[table_entry_size * i]; `out` must hold table_entry_size * entries.size() bytes.
