@@ -16,13 +16,6 @@ namespace gcl {
 struct all_reduce_thresholds {
   std::size_t recursive_doubling_below = 16 * 1024;  ///< below: recursive doubling
   std::size_t ring_from = 256 * 1024;  ///< from here: ring (halving-doubling in between)
-  /// At P = 2, recursive doubling below this instead (where it is above
-  /// `recursive_doubling_below`). Two ranks then exchange their vectors once, in one round,
-  /// where halving-doubling exchanges halves in two: the same bytes each way, for twice the
-  /// reduction. Where a round costs more than reducing the vector (TCP: a round trip through
-  /// the kernel), one round wins; at P > 2 recursive doubling sends log2 P vectors a rank
-  /// against halving-doubling's two, so it keeps `recursive_doubling_below`. 0: as at any P.
-  std::size_t recursive_doubling_below_at_two_ranks = 0;
   /// Below this, the binomial tree instead, when the transport says that ranks of the job
   /// share cores (a member `bool ranks_share_cores() const`, the same on every rank). 0: never.
   std::size_t tree_below_if_cores_shared = 0;
@@ -69,6 +62,14 @@ struct all_reduce_thresholds {
   /// ranks to be scheduled, about P / cores of them, so a block's 2 (P - 1) steps cost about P²
   /// switches, and its bytes must grow as fast for the blocks' cache gain to pay. 0: no floor.
   std::size_t ring_step_bytes_per_rank_if_cores_shared = 0;
+  /// At P = 2, recursive doubling below this instead (where it is above
+  /// `recursive_doubling_below`). Two ranks then exchange their vectors once, in one round,
+  /// where halving-doubling exchanges halves in two: the same bytes each way, for twice the
+  /// reduction. Where a round costs more than reducing the vector (TCP: a round trip through
+  /// the kernel), one round wins; at P > 2 recursive doubling sends log2 P vectors a rank
+  /// against halving-doubling's two, so it keeps `recursive_doubling_below`. 0: as at any P.
+  /// (Last, so that thresholds written out in order before it was added mean what they did.)
+  std::size_t recursive_doubling_below_at_two_ranks = 0;
 };
 
 }  // namespace gcl

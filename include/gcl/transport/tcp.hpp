@@ -81,11 +81,11 @@ class tcp_transport {
   static constexpr all_reduce_thresholds default_all_reduce{
       .recursive_doubling_below = 64 * 1024,
       .ring_from = 2 * 1024 * 1024,
-      .recursive_doubling_below_at_two_ranks = 1024 * 1024,
       .tree_below_if_cores_shared = 1024 * 1024,
       .tree_below_if_over_two_per_cpu = 2 * 1024 * 1024,
       .parameter_server_below_if_cores_crowded = 64 * 1024,
-      .ring_step_bytes_per_rank_if_cores_shared = 128 * 1024};
+      .ring_step_bytes_per_rank_if_cores_shared = 128 * 1024,
+      .recursive_doubling_below_at_two_ranks = 1024 * 1024};
 
   /// Forms the job with the other ranks described by `o` (rendezvous through rank 0).
   explicit tcp_transport(tcp_options const& o)

@@ -126,9 +126,8 @@ struct tcp_options {
   /// where every rank of a machine gave its CPUs, that judgement replaces their
   /// `shares_cores`, `over_two_per_cpu` and `crowds_cores` (tcp/cores.hpp): a rank's own mask
   /// cannot tell a launcher that bound each rank to a CPU of its own (mpirun's default at two
-  /// ranks, srun's
-  /// `--cpu-bind=cores`) from one CPU that all of them share. `from_env` sets it from the
-  /// affinity mask (`sched_getaffinity`); empty (the default, and a group's): not known.
+  /// ranks, srun's `--cpu-bind=cores`) from one CPU that all of them share. `from_env` sets it from
+  /// the affinity mask (`sched_getaffinity`); empty (the default, and a group's): not known.
   std::vector<int> cpus;
   /// Whether the rendezvous's judgement of this rank's cores (see `cpus`) sets `spin` as
   /// `from_env` would from it: `from_env` sets it unless GCL_SPIN_US says how long to poll.
