@@ -61,7 +61,7 @@ inline std::vector<std::optional<cores_judgement>> judge_cores(std::span<hello_c
     std::size_t cpus = 0;
     for (std::uint8_t b : together) cpus += static_cast<std::size_t>(std::popcount(b));
     cores_judgement const j{members.size() > cpus, members.size() > 2 * cpus,
-                            cpus > 0 && members.size() >= 2 * cpus};
+                            members.size() >= 2 * cpus};
     for (std::size_t r : members) out[r] = j;
   }
   return out;
