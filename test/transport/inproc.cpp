@@ -7,9 +7,11 @@
 #include <gcl/spawn.hpp>
 #include <gcl/transport/inproc.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <cstring>
 #include <numeric>
 #include <string>
 #include <thread>
@@ -439,7 +441,7 @@ BOOST_AUTO_TEST_CASE(sleeping_receivers_are_always_woken) {
 BOOST_AUTO_TEST_CASE(the_staging_ring_hands_out_room_in_turn_and_takes_it_back_when_passed) {
   using cell = gcl::detail::inproc_cell;
   constexpr std::size_t ring = 64 * 1024, quarter = ring / 4;
-  gcl::detail::inproc_channel ch(4, ring);
+  gcl::detail::inproc_channel ch(4, cell::bytes_in_cell, ring);
   BOOST_TEST(ch.stage(quarter + 1) == nullptr);  // larger than a quarter of the ring
   BOOST_TEST(ch.stage(0) == nullptr);
 
@@ -468,6 +470,79 @@ BOOST_AUTO_TEST_CASE(the_staging_ring_hands_out_room_in_turn_and_takes_it_back_w
   BOOST_TEST(send(quarter) == first);
   BOOST_TEST(send(quarter) == first + quarter);
   BOOST_TEST(send(quarter) == nullptr);  // the third and fourth are not consumed
+}
+
+// A cell holds its channel's inline bytes from its first line on, past the end of the cell
+// itself: every message up to that many bytes is in its cell, at the address the receiver
+// polls, a larger one in a lent buffer; written whole, cell after cell (new cells and reused
+// ones), none overwrites another.
+BOOST_AUTO_TEST_CASE(a_cell_holds_its_channels_inline_bytes_after_its_first_line) {
+  using cell = gcl::detail::inproc_cell;
+  constexpr std::size_t room = 1000;
+  gcl::detail::inproc_channel ch(4, room, 64 * 1024);
+  auto size = [](int k) { return k % 3 == 0 ? room + 1 : room - static_cast<std::size_t>(k % 3); };
+  for (int round = 0; round < 3; ++round) {  // 11 messages: cells of three batches, then reused
+    constexpr int messages = 11;
+    for (int k = 0; k < messages; ++k) {
+      auto& c = ch.next(size(k));
+      c.size = size(k);
+      std::byte* at = c.data();
+      BOOST_TEST((at == c.inline_bytes()) == (size(k) <= room));
+      std::memset(at, round * messages + k + 1, c.size);
+      c.bytes = at;
+      ch.publish(cell::ready);
+    }
+    int k = 0;
+    for (cell* c = ch.first(); c != nullptr; c = gcl::detail::inproc_channel::after(c), ++k) {
+      BOOST_TEST_REQUIRE(k < messages);
+      auto const mark = static_cast<std::byte>(round * messages + k + 1);
+      BOOST_TEST(c->size == size(k));
+      BOOST_TEST(std::all_of(c->bytes, c->bytes + c->size, [&](std::byte b) { return b == mark; }),
+                 "round " << round << ", message " << k);
+      // The first 16 inline bytes end the line the receiver polls.
+      BOOST_TEST(reinterpret_cast<std::uintptr_t>(c->inline_bytes()) % 64 == 48);
+      BOOST_TEST(c->inline_bytes() == reinterpret_cast<std::byte*>(&c->state) + 48);
+    }
+    BOOST_TEST(k == messages);
+    while (cell* c = ch.first()) ch.consume(*c);
+  }
+  gcl::detail::inproc_channel least(4, 0, 64 * 1024);  // never less than the cell's own room
+  BOOST_TEST(least.next(cell::bytes_in_cell).inline_capacity == cell::bytes_in_cell);
+}
+
+// Messages of every size around the cell's room (the 16 and 80 bytes of the cell itself, 272,
+// and the room of the world's channels: 4 KiB and 16 at P = 2, less at P = 16), sent before
+// any is received, received tag by tag out of send order, arrive whole and in order per tag.
+BOOST_AUTO_TEST_CASE(messages_around_the_cells_room_arrive_whole) {
+  std::vector<std::size_t> sizes;
+  for (std::size_t edge : {16, 80, 272, 1024 + 16, 2048 + 16, 4096 + 16})
+    for (std::size_t n = edge - 2; n <= edge + 2; ++n) sizes.push_back(n);
+  auto message = [](std::size_t n, std::uint32_t seed) {
+    std::vector<std::uint8_t> v(n);
+    for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<std::uint8_t>(seed * 131 + i * 7 + 1);
+    return v;
+  };
+  for (int p : {2, 16}) {
+    gcl::spawn<inproc_transport>(
+        p,
+        [&](auto& comm) {
+          auto& t = comm.transport();
+          int const last = t.size() - 1;
+          if (t.rank() == 0) {
+            for (std::uint32_t k = 0; k < sizes.size(); ++k)
+              t.send(last, gcl::tag{k % 2}, bytes(message(sizes[k], k)));
+          } else if (t.rank() == last) {
+            for (std::uint32_t tg : {1u, 0u})
+              for (std::uint32_t k = tg; k < sizes.size(); k += 2) {
+                std::vector<std::uint8_t> in(sizes[k]);
+                t.recv(0, gcl::tag{tg}, wbytes(in));
+                RANK_TEST_REQUIRE((in == message(sizes[k], k)),
+                                  "P = " << p << ", " << sizes[k] << " bytes, message " << k);
+              }
+          }
+        },
+        {.timeout = 60s});
+  }
 }
 
 // Eager messages through a small staging ring, many more than it holds, sent before any is

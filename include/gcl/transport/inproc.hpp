@@ -72,9 +72,9 @@ struct inproc_options {
   /// the ranks outnumber the cores (`combine_threshold`).
   std::size_t combine_bytes = 0;
   /// Bytes of each (sender, receiver) channel's staging ring, where the messages copied into
-  /// the channel from 4 KiB (`inproc_transport::stage_from`) up to a quarter of the ring go in
-  /// turn (inproc/channel.hpp, `stage`, says why); allocated when the channel first stages a
-  /// message. 0: `ring_size`'s default.
+  /// the channel beyond the cell's room, from 4 KiB (`inproc_transport::stage_from`), up to a
+  /// quarter of the ring go in turn (inproc/channel.hpp, `stage`, says why); allocated when
+  /// the channel first stages a message. 0: `ring_size`'s default.
   std::size_t ring_bytes = 0;
 
   /// `eager_bytes`, or its default for `ranks`: 256 KiB where each rank has a core, 16 KiB
@@ -167,7 +167,24 @@ class inproc_world {
     // (all_to_all) then holds about 512 P cells, 15 MB at P = 64 (channel.hpp says why many).
     auto const batch = std::clamp<std::size_t>(512 / static_cast<std::size_t>(size), 4, 32);
     auto const ring = options_.ring_size(size);
-    for (auto& c : channels_) c = std::make_unique<inproc_channel>(batch, ring);
+    auto const room = inline_capacity(size, batch);
+    for (auto& c : channels_) c = std::make_unique<inproc_channel>(batch, room, ring);
+  }
+
+  // The bytes a message may have in its cell: 4 KiB and 16 where the cells of a world whose
+  // every pair of ranks talks take 16 MiB or less (up to P = 11), fewer above, down to 272.
+  // A message in its cell follows the line the receiver polls, at an address it knows (a
+  // buffer elsewhere is a second cache miss that waits for the first), and its lines, reused
+  // a batch of cells later, have left the receiver's first-level cache. Measured on 2 cores,
+  // P = 2, all_reduce back to back, medians of seven rounds of 20,000 calls, against 272 in
+  // the cell and the rest in a lent buffer (to 4 KiB) or the staging ring: 512 B 0.78-0.80 us
+  // against 1.03-1.11, 1 KiB 0.86-0.90 against 1.26-1.28, 2 KiB 1.04-1.14 against 1.50-1.51,
+  // 4 KiB 1.67-1.69 against 2.01-2.04 (1 KiB cells: 1 KiB 0.99, 4 KiB level). Open MPI's
+  // shared memory took 1.12 us at 1 KiB, 2.70 at 4 KiB in the same hour.
+  static std::size_t inline_capacity(int ranks, std::size_t batch) noexcept {
+    auto const p = static_cast<std::size_t>(ranks);
+    auto const fits = (std::size_t{16} << 20) / (p * p * batch);
+    return std::clamp<std::size_t>(fits, 16 + 256, 16 + 4096);
   }
 
   int size() const noexcept { return size_; }
@@ -262,11 +279,12 @@ struct inproc_pending_recv {
 class inproc_transport {
  public:
   using options = inproc_options;
-  /// The smallest message copied into its channel's staging ring (inproc/channel.hpp); smaller
-  /// ones go in the cell, or in a buffer the channel lends it, which the sender reuses at once
-  /// and still has in its cache. Measured on 2 cores, P = 2, all_reduce back to back, three
-  /// runs each, against the build before the ring: 8 KiB messages and up 0.4-0.6x the time, 4 KiB
-  /// level, 2 KiB 1.3x (0.61-0.72 us against 0.47-0.56).
+  /// The smallest message copied into its channel's staging ring (inproc/channel.hpp), when
+  /// its cell has no room for it (in worlds of more than 11 ranks); smaller ones go in a
+  /// buffer the channel lends, which the sender reuses at once and still has in its cache.
+  /// Measured on 2 cores, P = 2, all_reduce back to back, three runs each, against the build
+  /// before the ring: 8 KiB messages and up 0.4-0.6x the time, 4 KiB level, 2 KiB 1.3x
+  /// (0.61-0.72 us against 0.47-0.56).
   static constexpr std::size_t stage_from = 4 * 1024;
   /// Where the default all_reduce switches algorithm between threads (measured back to back,
   /// doc/benchmarks.md), and ring's blocks: 16 MiB over the ranks (at P = 2, 8 MiB per rank),
@@ -585,20 +603,28 @@ class inproc_transport {
     // too, so that whether the ring has room or an offer is withdrawn (matters of timing)
     // never decides whether a warm transport allocates.
     auto& c = ch.next(out.size());
-    std::byte* const staged = eager && out.size() >= stage_from ? ch.stage(out.size()) : nullptr;
+    bool const in_cell = out.size() <= c.inline_capacity;
+    std::byte* const staged =
+        eager && !in_cell && out.size() >= stage_from ? ch.stage(out.size()) : nullptr;
+    c.call = call_;  // a line the receiver reads only when the digests differ
+    std::byte const* bytes = out.data();
+    if (!offer) {
+      std::byte* to = staged != nullptr ? staged
+                      : in_cell         ? c.inline_bytes()
+                                        : c.buffer.bytes.get();
+      if (!out.empty()) std::memcpy(to, out.data(), out.size());
+      bytes = to;
+    }
+    // The line the receiver polls, written last and at once: written before the bytes, it
+    // could be read between its stores (the receiver polls it), and each store after a read
+    // waits for the receiver's copy to be invalidated. Measured at P = 2, all_reduce back to
+    // back, three rounds: 64 B 0.52-0.53 us against 0.61-0.63, 16 KiB 5.6 against 5.8-5.9.
     c.kind = call_.kind;
     c.tg = tg;
     c.size = out.size();
     c.sequence = call_.sequence;
     c.digest = digest_;
-    c.call = call_;  // a line the receiver reads only when the digests differ
-    if (offer) {
-      c.bytes = out.data();
-    } else {
-      std::byte* to = staged != nullptr ? staged : c.data();
-      if (!out.empty()) std::memcpy(to, out.data(), out.size());
-      c.bytes = to;
-    }
+    c.bytes = bytes;
     ch.publish(offer ? cell_t::offered : cell_t::ready);
     world_->rank(peer).wake(world_->asymmetric);
     return offer ? &c : nullptr;

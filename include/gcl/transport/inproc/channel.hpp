@@ -11,13 +11,14 @@
 /// The FIFO is a linked list of cells. The sender always holds the next cell to fill, already
 /// linked from the previous one, so the receiver polls a known address: the cell's first cache
 /// line, which carries its state, what the receiver matches on, a small message's bytes, and
-/// where a larger one's are (up to 272 bytes, the lines after it; beyond, a buffer the channel
-/// lends). A message of up to 16 bytes therefore costs the receiver one cache-line transfer,
-/// the least a message between two cores can cost, and a larger one only the lines of its
-/// bytes besides. The receiver passes the cells it has consumed, and the sender
-/// reuses those behind the receiver, with their buffers, so that a warm channel allocates
-/// nothing. The receiver may consume a cell that is not the first (a message of another tag is
-/// ahead): it marks it consumed, and passes it once it gets there.
+/// where a larger one's are (up to the channel's inline capacity, 4 KiB and 16 bytes in small
+/// worlds, the lines after it; beyond, the channel's staging ring or a buffer it lends). A
+/// message of up to 16 bytes therefore costs the receiver one cache-line transfer, the least a
+/// message between two cores can cost, and a larger one only the lines of its bytes besides.
+/// The receiver passes the cells it has consumed, and the sender reuses those behind the
+/// receiver, with their buffers, so that a warm channel allocates nothing. The receiver may
+/// consume a cell that is not the first (a message of another tag is ahead): it marks it
+/// consumed, and passes it once it gets there.
 
 #include <algorithm>
 #include <atomic>
@@ -25,6 +26,7 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <new>
 #include <utility>
 #include <vector>
 
@@ -73,12 +75,17 @@ inline std::uint64_t call_digest(call_info const& c) noexcept {
 /// the sender, tired of waiting, withdraws the offer and copies it into the cell after all
 /// (see inproc_transport).
 ///
-/// Aligned to 128 bytes, so that the first line's neighbour in its 128-byte pair is the
-/// second: the core's adjacent-line prefetcher fetches the pair together, and a message of 17
-/// to 80 bytes then costs the receiver one transfer's wait instead of two. Measured at P = 2,
-/// all_reduce back to back, eight rounds interleaved (medians of up to 20,000 calls): 64 B
-/// 0.22-0.25 us against 0.27-0.28 aligned to 64, 16 B 0.20-0.22 against 0.22-0.23, 256 B and
-/// 1 KiB level, 16 and 64 KiB 1-2% slower (within the rounds' spread).
+/// The receiver's part starts on a 128-byte boundary, so that the first line's neighbour in
+/// its 128-byte pair is the second: the core's adjacent-line prefetcher fetches the pair
+/// together, and a message of 17 to 80 bytes then costs the receiver one transfer's wait
+/// instead of two. Measured at P = 2, all_reduce back to back, eight rounds interleaved
+/// (medians of up to 20,000 calls): 64 B 0.22-0.25 us against 0.27-0.28 aligned to 64, 16 B
+/// 0.20-0.22 against 0.22-0.23, 256 B and 1 KiB level, 16 and 64 KiB 1-2% slower (within the
+/// rounds' spread).
+///
+/// A cell is allocated with room for its channel's `inline_capacity` bytes (inproc_channel::
+/// make_cell): the first 80 in the cell, the rest right after it. So the sender's part comes
+/// first, and a message's bytes follow its first line without a gap, whatever their number.
 struct alignas(128) inproc_cell {
   enum state_t : std::uint8_t {
     empty,        ///< not published yet: the receiver polls for the change
@@ -88,34 +95,16 @@ struct alignas(128) inproc_cell {
     withdrawing,  ///< the sender is copying its bytes into `data()`; then `ready`
     taken,        ///< the receiver has copied the offered bytes: the sender may go on
   };
-  // A message of up to 16 bytes is all in the first cache line; one of up to 272 in it and the
-  // four lines after it, at addresses the receiver knows without reading anything else. Lent
-  // buffers (below) would cost the sender their bookkeeping and the receiver a line elsewhere:
-  // measured at P = 2, back to back, 64 B all_reduce took 0.37-0.42 us with a buffer and
-  // 0.28-0.32 us in the cell, 256 B 0.43-0.47 us and 0.32 (Open MPI's shared memory: 0.25).
-  static constexpr std::size_t inline_capacity = 16 + 256;
+  /// Inline bytes within the cell itself: 16 in the first line of the receiver's part, 64 in
+  /// the second.
+  static constexpr std::size_t bytes_in_cell = 16 + 64;
 
-  // First cache line: everything the receiver reads of a small message, and nothing else
-  // (the sender writes the call's line of every message, and the receiver reads it only when a
-  // call disagrees).
-  std::atomic<state_t> state{empty};
-  bool consumed = false;  // the receiver's: read out of order, passed when it gets there
-  call_kind kind = call_kind::point_to_point;
-  tag tg{};
-  inproc_cell* next = nullptr;  // set before publishing: the cell of the next message
-  std::size_t size = 0;
-  // Where the message's bytes are, in this first line so that the receiver does not first miss
-  // on the lent buffer's line (after the call) to learn where to read: the sender's memory for
-  // an offer, else `data()` (set by the sender, which owns that line).
-  std::byte const* bytes = nullptr;
-  std::uint64_t sequence = 0;               // of the call it belongs to
-  std::uint64_t digest = 0;                 // call_digest of that call
-  std::byte inline_bytes[inline_capacity];  // 16 in the first line, the rest in the next four
-  // Sixth: the call in full, read when the digests differ.
+  // The sender's part, in lines the receiver reads only when a call disagrees (`call`), or
+  // never. The call in full, which the receiver reads when the digests differ.
   call_info call;
-  // Then the sender's: room for a message too large for the cell (lent by the channel),
-  // and the cell after this one in the sender's list of every cell (`next` also says it, but
-  // reading it there would wait for the line the receiver has just read).
+  // Room for a message too large for the cell (lent by the channel), and the cell after this
+  // one in the sender's list of every cell (`next` also says it, but reading it there would
+  // wait for the line the receiver has just read).
   struct buffer_t {
     std::unique_ptr<std::byte[]> bytes;
     std::size_t capacity = 0;
@@ -125,27 +114,58 @@ struct alignas(128) inproc_cell {
   // every byte ever staged), 0 when they are not in the ring: the sender's, freed when the
   // receiver has passed the cell.
   std::uint64_t staged_end = 0;
+  std::size_t inline_capacity = bytes_in_cell;  // bytes a message may have in the cell
 
+  // The receiver's part. First line: everything the receiver reads of a small message, and
+  // nothing else.
+  alignas(128) std::atomic<state_t> state{empty};
+  bool consumed = false;  // the receiver's: read out of order, passed when it gets there
+  call_kind kind = call_kind::point_to_point;
+  tag tg{};
+  inproc_cell* next = nullptr;  // set before publishing: the cell of the next message
+  std::size_t size = 0;
+  // Where the message's bytes are, in this first line so that the receiver does not first miss
+  // on the lent buffer's line (after the call) to learn where to read: the sender's memory for
+  // an offer, else `data()` (set by the sender, which owns that line).
+  std::byte const* bytes = nullptr;
+  std::uint64_t sequence = 0;  // of the call it belongs to
+  std::uint64_t digest = 0;    // call_digest of that call
+  // The first of the inline bytes: 16 in this line, 64 in the next; the rest follow the cell.
+  std::byte inline_head[bytes_in_cell];
+
+  /// Where a message's bytes go in the cell: `inline_capacity` bytes from the first line's last
+  /// 16 on. Computed from the cell's own address, as they run past `inline_head` into the room
+  /// make_cell allocated after the cell.
+  std::byte* inline_bytes() noexcept {
+    return reinterpret_cast<std::byte*>(this) + offsetof(inproc_cell, inline_head);
+  }
   /// Where a ready message's `size` bytes are.
-  std::byte* data() noexcept { return size <= inline_capacity ? inline_bytes : buffer.bytes.get(); }
+  std::byte* data() noexcept {
+    return size <= inline_capacity ? inline_bytes() : buffer.bytes.get();
+  }
 };
 
-static_assert(offsetof(inproc_cell, inline_bytes) == 48 && offsetof(inproc_cell, call) == 320,
-              "a message of up to 16 bytes is one cache line, of up to 272 five");
-static_assert(sizeof(inproc_cell) == 512);  // seven lines used, the eighth padding
+static_assert(offsetof(inproc_cell, state) == 128 && offsetof(inproc_cell, inline_head) == 176,
+              "the receiver's part starts a line pair, and its first line ends in 16 bytes");
+static_assert(sizeof(inproc_cell) == 256, "the inline bytes beyond the cell follow it at once");
 
 class inproc_channel {
  public:
-  /// `batch`: how many cells to add when the sender runs out (see reusable()); `ring_bytes`:
-  /// the size of the staging ring (see stage()), allocated with the first message staged.
-  inproc_channel(std::size_t batch, std::size_t ring_bytes)
-      : front_(new inproc_cell), batch_(batch), ring_bytes_(ring_bytes) {
+  /// `batch`: how many cells to add when the sender runs out (see reusable());
+  /// `inline_capacity`: the bytes a message may have in its cell (at least
+  /// `inproc_cell::bytes_in_cell`); `ring_bytes`: the size of the staging ring (see stage()),
+  /// allocated with the first message staged.
+  inproc_channel(std::size_t batch, std::size_t inline_capacity, std::size_t ring_bytes)
+      : batch_(batch),
+        inline_capacity_(std::max(inline_capacity, inproc_cell::bytes_in_cell)),
+        ring_bytes_(ring_bytes) {
+    front_.store(make_cell(), std::memory_order_relaxed);
     oldest_ = next_ = seen_front_ = front_.load(std::memory_order_relaxed);
   }
   inproc_channel(inproc_channel const&) = delete;
   inproc_channel& operator=(inproc_channel const&) = delete;
   ~inproc_channel() {
-    for (inproc_cell* c = oldest_; c != nullptr;) delete std::exchange(c, c->chain);
+    for (inproc_cell* c = oldest_; c != nullptr;) destroy(std::exchange(c, c->chain));
   }
 
   // ---- the sender's ----
@@ -153,7 +173,7 @@ class inproc_channel {
   /// The cell the next message goes in (the receiver already knows where it is), with room
   /// for `bytes` (in the cell, or a buffer the channel lends it).
   inproc_cell& next(std::size_t bytes) {
-    if (bytes > inproc_cell::inline_capacity) lend(*next_, bytes);
+    if (bytes > inline_capacity_) lend(*next_, bytes);
     return *next_;
   }
 
@@ -218,6 +238,20 @@ class inproc_channel {
   }
 
  private:
+  // A cell with room for inline_capacity_ bytes: the cell, then what does not fit in it.
+  inproc_cell* make_cell() {
+    auto const beyond = inline_capacity_ - inproc_cell::bytes_in_cell;
+    void* room =
+        ::operator new (sizeof(inproc_cell) + beyond, std::align_val_t{alignof(inproc_cell)});
+    auto* c = new (room) inproc_cell;
+    c->inline_capacity = inline_capacity_;
+    return c;
+  }
+  static void destroy(inproc_cell* c) noexcept {
+    c->~inproc_cell();
+    ::operator delete (c, std::align_val_t{alignof(inproc_cell)});
+  }
+
   static inproc_cell* published(inproc_cell* c) noexcept {
     return c->state.load(std::memory_order_acquire) == inproc_cell::empty ? nullptr : c;
   }
@@ -240,7 +274,7 @@ class inproc_channel {
     if (oldest_ == seen_front_) seen_front_ = front_.load(std::memory_order_acquire);
     if (oldest_ == seen_front_) {
       for (std::size_t i = 0; i < batch_; ++i) {
-        auto* fresh = new inproc_cell;
+        auto* fresh = make_cell();
         fresh->chain = oldest_;  // behind the front: only the sender looks there
         oldest_ = fresh;
       }
@@ -312,6 +346,7 @@ class inproc_channel {
   std::vector<inproc_cell::buffer_t> spare_;  // buffers of the cells the receiver has passed
   std::size_t buffers_ = 0;                   // lent or spare
   std::size_t batch_;
+  std::size_t inline_capacity_;
   // The staging ring (the sender's): bytes [ring_tail_, ring_head_) of the stream of every
   // byte ever staged are in messages the receiver has not passed.
   std::size_t ring_bytes_;
