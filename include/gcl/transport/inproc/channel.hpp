@@ -166,6 +166,7 @@ class inproc_channel {
   inproc_channel& operator=(inproc_channel const&) = delete;
   ~inproc_channel() {
     for (inproc_cell* c = oldest_; c != nullptr;) destroy(std::exchange(c, c->chain));
+    if (prepared_ != nullptr) destroy(prepared_);
   }
 
   // ---- the sender's ----
@@ -210,11 +211,25 @@ class inproc_channel {
 
   /// Hands `next()`, filled, to the receiver, with `state` (ready or offered). May throw
   /// (allocating the cell after it) before anything is published.
+  ///
+  /// The cell after it must be empty before the receiver can reach it, so it is emptied one
+  /// message ahead: after this message is out, not before. Emptying a cell writes a line the
+  /// receiver read (a batch of cells ago), and a store waits for the receiver's copy to be
+  /// invalidated; before the publishing store, which x86 makes visible only after every store
+  /// before it, that wait was on the path of every message. Measured on 2 cores, P = 2,
+  /// all_reduce back to back, five rounds of each build alternated: 4 B 0.38-0.40 us against
+  /// 0.48-0.53, 256 B 0.48-0.55 against 0.60-0.62, 1 KiB 0.79-0.82 against 0.88-0.95, 16 KiB
+  /// 5.4-5.6 against 5.7-5.8; at P = 4 and 8 level (the jobs fall in the same two modes). An
+  /// earlier try lost at 512 B and 1 KiB, then in lent buffers (benchmark/analysis.md).
   void publish(inproc_cell::state_t state) {
-    inproc_cell* after = reusable();
+    inproc_cell* after = prepared_ != nullptr ? std::exchange(prepared_, nullptr) : reusable();
     inproc_cell* c = std::exchange(next_, after);
     c->next = c->chain = after;
     c->state.store(state, std::memory_order_release);
+    try {
+      prepared_ = reusable();
+    } catch (std::bad_alloc const&) {  // nothing lost: the next publish allocates, or throws
+    }
   }
 
   // ---- the receiver's ----
@@ -256,20 +271,20 @@ class inproc_channel {
     return c->state.load(std::memory_order_acquire) == inproc_cell::empty ? nullptr : c;
   }
 
-  // A cell for the message after the next: the oldest the receiver has passed, or a new one.
-  // The cells go round in FIFO order, so there are as many as the sender has ever been ahead
-  // of its receiver, plus two. How far ahead a sender can get is a property of the algorithm
+  // A cell for a message to come: the oldest the receiver has passed, or a new one. The cells
+  // go round in FIFO order, so there are as many as the sender has ever been ahead of its
+  // receiver, plus three. How far ahead a sender can get is a property of the algorithm
   // and the world size (up to P messages in a ring, where a rank runs ahead while its left
   // neighbour is descheduled), not of the number of messages: so a warm channel does not
   // allocate whatever the scheduler does.
   //
   // Cells come `batch_` at a time, the first batch with the channel's first message, and many
   // more than a sender is usually ahead: the sender learns which cells the receiver has passed
-  // by reading `front_`, a cache miss (the receiver writes it at every message) just before a
-  // message is published, so it should read it once per many messages, not once per few.
+  // by reading `front_`, a cache miss (the receiver writes it at every message) next to a
+  // message's publishing, so it should read it once per many messages, not once per few.
   // Measured at P = 2, 4 B all_reduce back to back: with batches of 4 cells, a call took
-  // 0.26-0.29 us (the slowest rank's median); with 32, 0.24. (A cell is 512 bytes, touched
-  // only when used: buffers for larger messages are lent by the channel.)
+  // 0.26-0.29 us (the slowest rank's median); with 32, 0.24. (A cell is 256 bytes and its
+  // room for inline bytes, whose pages are touched only by messages that fill them.)
   inproc_cell* reusable() {
     if (oldest_ == seen_front_) seen_front_ = front_.load(std::memory_order_acquire);
     if (oldest_ == seen_front_) {
@@ -342,6 +357,7 @@ class inproc_channel {
   // The sender's: every cell, oldest (reusable once behind the front) to next (to fill).
   alignas(64) inproc_cell* oldest_;
   inproc_cell* next_;
+  inproc_cell* prepared_ = nullptr;           // emptied, to follow next_ (see publish())
   inproc_cell* seen_front_;                   // the front as the sender last read it
   std::vector<inproc_cell::buffer_t> spare_;  // buffers of the cells the receiver has passed
   std::size_t buffers_ = 0;                   // lent or spare
