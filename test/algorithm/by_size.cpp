@@ -242,12 +242,14 @@ BOOST_AUTO_TEST_CASE(takes_the_tree_between_its_two_sizes_where_ranks_share_core
           (messages(sent(p, 512, gcl::tree{})) != messages(sent(p, 512, gcl::halving_doubling{}))));
   }
   // The threads' own thresholds take the tree at 32 KiB where the threads share cores, and
-  // halving-doubling where each has a core.
+  // where each has a core recursive doubling between two of them, halving-doubling between
+  // more.
   for (int p : sizes) {
     bool const shared = static_cast<unsigned>(p) > cpus;
     BOOST_TEST_INFO("P=" << p << " on " << cpus << " CPUs");
-    auto const want =
-        shared ? sent(p, 32 * 1024, gcl::tree{}) : sent(p, 32 * 1024, gcl::halving_doubling{});
+    auto const want = shared   ? sent(p, 32 * 1024, gcl::tree{})
+                      : p == 2 ? sent(p, 32 * 1024, gcl::recursive_doubling{})
+                               : sent(p, 32 * 1024, gcl::halving_doubling{});
     BOOST_TEST((messages(sent(p, 32 * 1024, gcl::by_size{})) == messages(want)));
   }
 }

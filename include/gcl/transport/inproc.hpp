@@ -323,6 +323,13 @@ class inproc_transport {
   /// copies the message into the channel. With `eager_bytes` at 128 KiB direct at P = 4 took as
   /// long at 32 and 64 KiB as at 16 (a loaded machine: 4.2 and 4.1 against 2.4 ms, where the
   /// default took 33.6 and 41.8 against 3.9).
+  ///
+  /// Between two threads, recursive doubling below 64 KiB: one message of the whole vector,
+  /// where halving-doubling and ring send two of half, one after the other. Since a message
+  /// of up to 4 KiB lies in its cell and the cell after it is emptied ahead (2026-11-29):
+  /// `default_vs_fixed`, P = 2, three jobs, recursive doubling 4.1-4.4 us at 16 KiB against
+  /// the 5.5-5.8 of the algorithm by_size took, 6.2-6.5 against 8.0-8.4 at 32 KiB; at 64 KiB
+  /// 1.04-1.12x the best (ring or halving-doubling).
   static constexpr all_reduce_thresholds default_all_reduce{
       .recursive_doubling_below = 16 * 1024,
       .ring_from = 2 * 1024 * 1024,
@@ -330,7 +337,8 @@ class inproc_transport {
       .tree_from_if_cores_shared = 16 * 1024,
       .direct_below_if_cores_shared = 4 * 1024,
       .parameter_server_below_if_cores_crowded = 32 * 1024,
-      .ring_block_total_bytes = 16 * 1024 * 1024};
+      .ring_block_total_bytes = 16 * 1024 * 1024,
+      .recursive_doubling_below_at_two_ranks = 64 * 1024};
 
   /// The shared state of `size` ranks. Outlives nothing: every transport keeps it alive.
   class group {
