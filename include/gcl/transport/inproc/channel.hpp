@@ -125,8 +125,8 @@ struct alignas(128) inproc_cell {
   inproc_cell* next = nullptr;  // set before publishing: the cell of the next message
   std::size_t size = 0;
   // Where the message's bytes are, in this first line so that the receiver does not first miss
-  // on the lent buffer's line (after the call) to learn where to read: the sender's memory for
-  // an offer, else `data()` (set by the sender, which owns that line).
+  // on a line of the sender's part to learn where to read: the sender's memory for an offer,
+  // else `data()`.
   std::byte const* bytes = nullptr;
   std::uint64_t sequence = 0;  // of the call it belongs to
   std::uint64_t digest = 0;    // call_digest of that call
