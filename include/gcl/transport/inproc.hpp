@@ -164,7 +164,8 @@ class inproc_world {
         ranks_(std::make_unique<inproc_rank[]>(static_cast<std::size_t>(size))),
         channels_(static_cast<std::size_t>(size) * static_cast<std::size_t>(size)) {
     // 32 cells a batch up to P = 16, fewer above: a world whose every pair of ranks talks
-    // (all_to_all) then holds about 512 P cells, 15 MB at P = 64 (channel.hpp says why many).
+    // (all_to_all) then holds about 512 P cells (channel.hpp says why many), each 256 bytes
+    // and its room for inline bytes (inline_capacity, below): 9 MB at P = 8, 23 MB at P = 64.
     auto const batch = std::clamp<std::size_t>(512 / static_cast<std::size_t>(size), 4, 32);
     auto const ring = options_.ring_size(size);
     auto const room = inline_capacity(size, batch);
@@ -174,8 +175,7 @@ class inproc_world {
   // The bytes a message may have in its cell: 4 KiB and 16 where the cells of a world whose
   // every pair of ranks talks take 16 MiB or less (up to P = 11), fewer above, down to 272.
   // A message in its cell follows the line the receiver polls, at an address it knows (a
-  // buffer elsewhere is a second cache miss that waits for the first), and its lines, reused
-  // a batch of cells later, have left the receiver's first-level cache. Measured on 2 cores,
+  // buffer elsewhere is a second cache miss that waits for the first). Measured on 2 cores,
   // P = 2, all_reduce back to back, medians of seven rounds of 20,000 calls, against 272 in
   // the cell and the rest in a lent buffer (to 4 KiB) or the staging ring: 512 B 0.78-0.80 us
   // against 1.03-1.11, 1 KiB 0.86-0.90 against 1.26-1.28, 2 KiB 1.04-1.14 against 1.50-1.51,
