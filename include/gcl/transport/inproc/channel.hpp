@@ -136,9 +136,7 @@ struct alignas(128) inproc_cell {
   /// Where a message's bytes go in the cell: `inline_capacity` bytes from the first line's last
   /// 16 on. Computed from the cell's own address, as they run past `inline_head` into the room
   /// make_cell allocated after the cell.
-  std::byte* inline_bytes() noexcept {
-    return reinterpret_cast<std::byte*>(this) + offsetof(inproc_cell, inline_head);
-  }
+  std::byte* inline_bytes() noexcept;
   /// Where a ready message's `size` bytes are.
   std::byte* data() noexcept {
     return size <= inline_capacity ? inline_bytes() : buffer.bytes.get();
@@ -148,6 +146,14 @@ struct alignas(128) inproc_cell {
 static_assert(offsetof(inproc_cell, state) == 128 && offsetof(inproc_cell, inline_head) == 176,
               "the receiver's part starts a line pair, and its first line ends in 16 bytes");
 static_assert(sizeof(inproc_cell) == 256, "the inline bytes beyond the cell follow it at once");
+
+// Where the inline bytes start in a cell, a constant: Clang warns of offsetof on a class that
+// is not standard-layout (to Clang, std::unique_ptr is not) where it is evaluated at run time.
+inline constexpr std::size_t inproc_cell_inline_offset = offsetof(inproc_cell, inline_head);
+
+inline std::byte* inproc_cell::inline_bytes() noexcept {
+  return reinterpret_cast<std::byte*>(this) + inproc_cell_inline_offset;
+}
 
 class inproc_channel {
  public:
