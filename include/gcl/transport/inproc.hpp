@@ -611,15 +611,12 @@ class inproc_transport {
     // too, so that whether the ring has room or an offer is withdrawn (matters of timing)
     // never decides whether a warm transport allocates.
     auto& c = ch.next(out.size());
-    bool const in_cell = out.size() <= c.inline_capacity;
-    std::byte* const staged =
-        eager && !in_cell && out.size() >= stage_from ? ch.stage(out.size()) : nullptr;
+    bool const stages = eager && out.size() > c.inline_capacity && out.size() >= stage_from;
+    std::byte* const staged = stages ? ch.stage(out.size()) : nullptr;
     c.call = call_;  // a line the receiver reads only when the digests differ
     std::byte const* bytes = out.data();
     if (!offer) {
-      std::byte* to = staged != nullptr ? staged
-                      : in_cell         ? c.inline_bytes()
-                                        : c.buffer.bytes.get();
+      std::byte* to = staged != nullptr ? staged : c.room_for(out.size());
       if (!out.empty()) std::memcpy(to, out.data(), out.size());
       bytes = to;
     }

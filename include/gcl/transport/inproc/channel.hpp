@@ -137,10 +137,13 @@ struct alignas(128) inproc_cell {
   /// 16 on. Computed from the cell's own address, as they run past `inline_head` into the room
   /// make_cell allocated after the cell.
   std::byte* inline_bytes() noexcept;
-  /// Where a ready message's `size` bytes are.
-  std::byte* data() noexcept {
-    return size <= inline_capacity ? inline_bytes() : buffer.bytes.get();
+  /// Where a message of `n` bytes goes, copied into the channel: the cell, or its lent buffer
+  /// (`inproc_channel::next(n)` lends one to a message that does not fit the cell).
+  std::byte* room_for(std::size_t n) noexcept {
+    return n <= inline_capacity ? inline_bytes() : buffer.bytes.get();
   }
+  /// Where a ready message's `size` bytes are.
+  std::byte* data() noexcept { return room_for(size); }
 };
 
 static_assert(offsetof(inproc_cell, state) == 128 && offsetof(inproc_cell, inline_head) == 176,
