@@ -4,6 +4,7 @@
 #include "../support/rank_checks.hpp"
 
 #include <gcl/communicator.hpp>
+#include <gcl/detail/host_cpus.hpp>
 #include <gcl/spawn.hpp>
 #include <gcl/transport/inproc.hpp>
 
@@ -508,6 +509,23 @@ BOOST_AUTO_TEST_CASE(a_cell_holds_its_channels_inline_bytes_after_its_first_line
   }
   gcl::detail::inproc_channel least(4, 0, 64 * 1024);  // never less than the cell's own room
   BOOST_TEST(least.next(cell::bytes_in_cell).inline_capacity == cell::bytes_in_cell);
+}
+
+// A world's channels demote the line their receiver polls (inproc_channel::publish) where each
+// rank has a CPU of its own, and only there: a receiver that shares the sender's core finds the
+// line in that core's caches.
+BOOST_AUTO_TEST_CASE(channels_demote_the_polled_line_only_where_each_rank_has_a_cpu) {
+  auto const cpus = static_cast<int>(gcl::detail::host_cpus());
+  BOOST_TEST_REQUIRE(cpus > 0);
+  for (int p : {1, 2, cpus, cpus + 1, 2 * cpus + 3}) {
+    gcl::detail::inproc_world w(p, gcl::inproc_options{});
+    bool const own_cpu = p <= cpus;
+    for (int from = 0; from < p; ++from)
+      for (int to = 0; to < p; ++to)
+        BOOST_TEST(w.channel(from, to).demotes() == own_cpu,
+                   "P = " << p << " on " << cpus << " CPUs, channel " << from << " -> " << to);
+  }
+  BOOST_TEST(!gcl::detail::inproc_channel(4, 0, 64 * 1024).demotes());  // unless asked
 }
 
 // Messages of every size around the cell's room (the 16 and 80 bytes of the cell itself, 272,

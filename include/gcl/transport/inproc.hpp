@@ -169,7 +169,10 @@ class inproc_world {
     auto const batch = std::clamp<std::size_t>(512 / static_cast<std::size_t>(size), 4, 32);
     auto const ring = options_.ring_size(size);
     auto const room = inline_capacity(size, batch);
-    for (auto& c : channels_) c = std::make_unique<inproc_channel>(batch, room, ring);
+    // Messages' polled lines are demoted where each rank has a core of its own (a receiver on
+    // the same core would find the line in that core's caches: inproc_channel::publish).
+    bool const demote = !detail::ranks_outnumber_cpus(size);
+    for (auto& c : channels_) c = std::make_unique<inproc_channel>(batch, room, ring, demote);
   }
 
   // The bytes a message may have in its cell: 4 KiB and 16 where the cells of a world whose
