@@ -238,8 +238,9 @@ class inproc_channel {
   /// With `demotes()`, the line the receiver polls is then sent on to the shared cache
   /// (detail/demote_line.hpp), where the receiver's next look finds it, instead of fetching it
   /// from this core. Measured on 2 cores (Emerald Rapids), P = 2, all_reduce back to back,
-  /// builds alternated, medians of four and of six rounds: 4 B 0.44 and 0.45 us against 0.47,
-  /// 1 KiB 0.78 and 0.84 against 0.83 and 0.87, 4 KiB to 256 KiB 0.96-0.99 of the time.
+  /// builds alternated, medians of four and of six rounds: 4 B 0.44 and 0.45 us against 0.48
+  /// and 0.47, 1 KiB 0.78 and 0.84 against 0.83 and 0.87, 4 KiB to 256 KiB 0.96-0.99 of the
+  /// time.
   void publish(inproc_cell::state_t state) {
     inproc_cell* after = prepared_ != nullptr ? std::exchange(prepared_, nullptr) : reusable();
     inproc_cell* c = std::exchange(next_, after);
