@@ -37,7 +37,7 @@ function(build_and_run name project_dir)
   set(bin ${WORK_DIR}/${name})
   file(REMOVE_RECURSE ${bin})
   run(${CMAKE_COMMAND} -S ${project_dir} -B ${bin} ${_configure_args} ${ARGN})
-  # Both programs at once (a consumer has two): the lock keeps other sub-builds away.
+  # A consumer's programs (up to two) at once: the lock keeps other sub-builds away.
   run(${CMAKE_COMMAND} --build ${bin} --parallel 2)
   file(GLOB programs ${bin}/consumer ${bin}/consumer_tcp ${bin}/test_package ${bin}/test_package_tcp)
   if(NOT programs)
