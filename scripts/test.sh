@@ -2,10 +2,11 @@
 # gcl's test suite, from a fresh Debian 12 machine: installs the packages it needs (apt-get,
 # only what is missing), then builds and runs ctest three times:
 #   1. build-test/  the whole project (library tests, consumer and header tests, examples,
-#                   benchmarks' and trainer's smoke tests)
-#   2. build-tsan/  the library's tests again under ThreadSanitizer (-fsanitize=thread), without
-#                   examples, benchmarks and trainer, nor the programs that only add algorithm
-#                   logic (NOT_UNDER_TSAN in test/CMakeLists.txt); any race report fails the test.
+#                   benchmarks' and trainer's smoke tests), built with clang++
+#   2. build-tsan/  the library's tests again under ThreadSanitizer (-fsanitize=thread), built
+#                   with g++, without examples, benchmarks and trainer, nor the programs that
+#                   only add algorithm logic (NOT_UNDER_TSAN in test/CMakeLists.txt); any race
+#                   report fails the test.
 #   3. build-asan/  the library's tests again under AddressSanitizer and UndefinedBehaviorSanitizer
 #                   (-fsanitize=address,undefined), built with clang++, same exclusions; any
 #                   report (memory error, leak, undefined behaviour) fails the test.
@@ -55,6 +56,16 @@ suite() {  # suite NAME BUILD_DIR CTEST_EXCLUDE_REGEX CMAKE_ARGS...
   fi
 }
 
+# fresh_if_compiler_changed BUILD_DIR CXX: a build directory configured before with another
+# compiler would have CMake delete its cache and configure again without the -D options given
+# here (GCL_SANITIZE among them, which would make a sanitizer build one without sanitizers).
+# Start it afresh instead.
+fresh_if_compiler_changed() {
+  local cached
+  cached=$(sed -n 's/^CMAKE_CXX_COMPILER:[A-Z]*=//p' "$1/CMakeCache.txt" 2>/dev/null || true)
+  [[ -z $cached || $cached == "$2" ]] || rm -rf "$1/CMakeCache.txt" "$1/CMakeFiles"
+}
+
 run_ctest() {  # run_ctest BUILD_DIR EXCLUDE_REGEX: ctest, its output also kept in ctest.log
   ctest --test-dir "$1" -j "$jobs" --output-on-failure --timeout 600 \
     ${2:+--exclude-regex "$2"} 2>&1 | tee "$1/ctest.log"
@@ -84,7 +95,19 @@ total_failed=0
 # test/CMakeLists.txt, such as the LeNet-5 ones, which train through xtensor): 0.7 to 0.85 of
 # -O1's time (test/collective/reduce.cpp: 6.9 s instead of 9.5; test/transport/tcp.cpp: 15.9
 # instead of 19.7). So does ThreadSanitizer's build (below).
-default_flags=(-DGCL_SMOKE_PROGRAM_FLAGS=-O0 -DGCL_TEST_PROGRAM_FLAGS=-O0)
+# With clang++ (packages.sh installs it; c++ if it is missing): at -O0 it compiles gcl's test
+# programs, examples and benchmarks in 0.6-0.7 of g++'s time (one after the other, user CPU:
+# test/collective/all_reduce.cpp 9.5 s against 13.9, test/transport/shm.cpp 13.7 against 21.9,
+# example/hello.cpp 15.5 against 26.8, benchmark/all_to_all.cpp 21.5 against 32.3), and this
+# build is the largest step of the run (823 s with g++ on a 2-core AMD EPYC). g++ still builds
+# every library test that touches shared state (ThreadSanitizer's build below, whose
+# transport_*_collectives run every collective and algorithm), every public header alone and
+# every template instantiated over each transport (headers.gcc, -Werror at -O2 and -O3); and
+# scripts/demo.sh and bench.sh build with the system's compiler.
+default_cxx=$(command -v clang++ || command -v c++)
+fresh_if_compiler_changed "$repo/build-test" "$default_cxx"
+default_flags=(-DCMAKE_CXX_COMPILER="$default_cxx"
+  -DGCL_SMOKE_PROGRAM_FLAGS=-O0 -DGCL_TEST_PROGRAM_FLAGS=-O0)
 [[ $build_type == RelWithDebInfo && -z "${GCL_TEST_DEBUG_INFO:-}" ]] &&
   default_flags+=(-DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -DNDEBUG")
 suite "default" "$repo/build-test" "" "${default_flags[@]}"
@@ -100,7 +123,11 @@ if [[ -z "${GCL_SKIP_TSAN:-}" ]]; then
   # access at any level). -O1 took a third less than -O2 (test/collective/gatherv.cpp: 28 s
   # instead of 37 s); -O0 0.65x -O1 (test/collective/all_reduce.cpp: 10.5 s instead of 16.2),
   # the whole build about 210 s instead of 340, for 28 s more of ctest (222 s against 194).
+  # With g++, the compiler users of Debian build with, where the other two builds take clang++.
+  tsan_cxx=$(command -v g++ || command -v c++)
+  fresh_if_compiler_changed "$repo/build-tsan" "$tsan_cxx"
   suite "thread-sanitizer" "$repo/build-tsan" "^transport_(tcp_(launch|netns)|hybrid_netns|launch_(token|bind)|shm_failures\.stopped)$" -DGCL_SANITIZE=thread \
+    -DCMAKE_CXX_COMPILER="$tsan_cxx" \
     -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -DNDEBUG" -DGCL_TEST_PROGRAM_FLAGS=-O0 \
     -DGCL_BUILD_EXAMPLES=OFF -DGCL_BUILD_BENCHMARKS=OFF -DGCL_BUILD_TRAINER=OFF
 fi
@@ -115,16 +142,12 @@ if [[ -z "${GCL_SKIP_ASAN:-}" ]]; then
   # finds the same errors as AddressSanitizer's advised -O1 (which is for speed, not findings)
   # and halves the build (test/collective/gatherv.cpp: 30 s instead of 65 s at -O1 with -g);
   # the tests then run slower, which costs far less than the compiler saves.
-  # With clang++ (packages.sh installs it), so that the tests also build and pass with a second
-  # compiler, and because clang instruments in half GCC's time (test/transport/tcp.cpp: 17 s
-  # instead of 36; test/nonblocking.cpp: 21 s instead of 42). clang first found what GCC had let
-  # by (C++20 features clang 14 lacks, a sanitizer it detected differently). g++ if it is missing.
+  # With clang++ (packages.sh installs it), because clang instruments in half GCC's time
+  # (test/transport/tcp.cpp: 17 s instead of 36; test/nonblocking.cpp: 21 s instead of 42).
+  # clang first found what GCC had let by (C++20 features clang 14 lacks, a sanitizer it
+  # detected differently). g++ if it is missing.
   asan_cxx=$(command -v clang++ || command -v c++)
-  # A build-asan/ configured before with another compiler: CMake would delete its cache and
-  # configure again without the -D options given here (GCL_SANITIZE among them, which would make
-  # it a build without sanitizers). Start it afresh instead.
-  cached_cxx=$(sed -n 's/^CMAKE_CXX_COMPILER:[A-Z]*=//p' "$repo/build-asan/CMakeCache.txt" 2>/dev/null || true)
-  [[ -z $cached_cxx || $cached_cxx == "$asan_cxx" ]] || rm -rf "$repo/build-asan/CMakeCache.txt" "$repo/build-asan/CMakeFiles"
+  fresh_if_compiler_changed "$repo/build-asan" "$asan_cxx"
   suite "address+ub-sanitizer" "$repo/build-asan" "^transport_(tcp_(launch|netns)|hybrid_netns|launch_(token|bind)|shm_failures\.stopped)$" \
     -DCMAKE_CXX_COMPILER="$asan_cxx" \
     -DGCL_SANITIZE=address,undefined -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O0 -DNDEBUG" \
