@@ -39,11 +39,23 @@ timed() {  # timed LABEL COMMAND...: runs, records the wall time, remembers a fa
   return $rc
 }
 
-suite() {  # suite NAME BUILD_DIR CTEST_EXCLUDE_REGEX CMAKE_ARGS...
-  local name=$1 dir=$2 exclude=$3
-  shift 3
-  printf '\n== %s: configure and build in %s\n' "$name" "$dir"
-  timed "$name: configure" cmake -S "$repo" -B "$dir" -DCMAKE_BUILD_TYPE="$build_type" "$@" >/dev/null || return 0
+# fresh_if_compiler_changed BUILD_DIR CXX: a build directory configured before with another
+# compiler would have CMake delete its cache and configure again without the -D options given
+# here (GCL_SANITIZE among them, which would make a sanitizer build one without sanitizers).
+# Start it afresh instead.
+fresh_if_compiler_changed() {
+  local cached
+  cached=$(sed -n 's/^CMAKE_CXX_COMPILER:[A-Z]*=//p' "$1/CMakeCache.txt" 2>/dev/null || true)
+  [[ -z $cached || $cached == "$2" ]] || rm -rf "$1/CMakeCache.txt" "$1/CMakeFiles"
+}
+
+suite() {  # suite NAME BUILD_DIR CXX CTEST_EXCLUDE_REGEX CMAKE_ARGS...
+  local name=$1 dir=$2 cxx=$3 exclude=$4
+  shift 4
+  printf '\n== %s: configure and build in %s with %s\n' "$name" "$dir" "$cxx"
+  fresh_if_compiler_changed "$dir" "$cxx"
+  timed "$name: configure" cmake -S "$repo" -B "$dir" -DCMAKE_BUILD_TYPE="$build_type" \
+    -DCMAKE_CXX_COMPILER="$cxx" "$@" >/dev/null || return 0
   timed "$name: build" cmake --build "$dir" -j "$jobs" || return 0
   printf '\n== %s: ctest\n' "$name"
   timed "$name: ctest" run_ctest "$dir" "$exclude" || true
@@ -54,16 +66,6 @@ suite() {  # suite NAME BUILD_DIR CTEST_EXCLUDE_REGEX CMAKE_ARGS...
     total_failed=$((total_failed + BASH_REMATCH[1]))
     total_passed=$((total_passed + BASH_REMATCH[2] - BASH_REMATCH[1]))
   fi
-}
-
-# fresh_if_compiler_changed BUILD_DIR CXX: a build directory configured before with another
-# compiler would have CMake delete its cache and configure again without the -D options given
-# here (GCL_SANITIZE among them, which would make a sanitizer build one without sanitizers).
-# Start it afresh instead.
-fresh_if_compiler_changed() {
-  local cached
-  cached=$(sed -n 's/^CMAKE_CXX_COMPILER:[A-Z]*=//p' "$1/CMakeCache.txt" 2>/dev/null || true)
-  [[ -z $cached || $cached == "$2" ]] || rm -rf "$1/CMakeCache.txt" "$1/CMakeFiles"
 }
 
 run_ctest() {  # run_ctest BUILD_DIR EXCLUDE_REGEX: ctest, its output also kept in ctest.log
@@ -105,13 +107,10 @@ total_failed=0
 # transport_*_collectives run every collective and algorithm), every public header alone and
 # every template instantiated over each transport (headers.gcc, -Werror at -O2 and -O3); and
 # scripts/demo.sh and bench.sh build with the system's compiler.
-default_cxx=$(command -v clang++ || command -v c++)
-fresh_if_compiler_changed "$repo/build-test" "$default_cxx"
-default_flags=(-DCMAKE_CXX_COMPILER="$default_cxx"
-  -DGCL_SMOKE_PROGRAM_FLAGS=-O0 -DGCL_TEST_PROGRAM_FLAGS=-O0)
+default_flags=(-DGCL_SMOKE_PROGRAM_FLAGS=-O0 -DGCL_TEST_PROGRAM_FLAGS=-O0)
 [[ $build_type == RelWithDebInfo && -z "${GCL_TEST_DEBUG_INFO:-}" ]] &&
   default_flags+=(-DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -DNDEBUG")
-suite "default" "$repo/build-test" "" "${default_flags[@]}"
+suite "default" "$repo/build-test" "$(command -v clang++ || command -v c++)" "" "${default_flags[@]}"
 
 if [[ -z "${GCL_SKIP_TSAN:-}" ]]; then
   # halt_on_error: the first report ends the program with an error, so ctest sees a failure.
@@ -125,10 +124,8 @@ if [[ -z "${GCL_SKIP_TSAN:-}" ]]; then
   # instead of 37 s); -O0 0.65x -O1 (test/collective/all_reduce.cpp: 10.5 s instead of 16.2),
   # the whole build about 210 s instead of 340, for 28 s more of ctest (222 s against 194).
   # With g++, the compiler users of Debian build with, where the other two builds take clang++.
-  tsan_cxx=$(command -v g++ || command -v c++)
-  fresh_if_compiler_changed "$repo/build-tsan" "$tsan_cxx"
-  suite "thread-sanitizer" "$repo/build-tsan" "^transport_(tcp_(launch|netns)|hybrid_netns|launch_(token|bind)|shm_failures\.stopped)$" -DGCL_SANITIZE=thread \
-    -DCMAKE_CXX_COMPILER="$tsan_cxx" \
+  suite "thread-sanitizer" "$repo/build-tsan" "$(command -v g++ || command -v c++)" \
+    "^transport_(tcp_(launch|netns)|hybrid_netns|launch_(token|bind)|shm_failures\.stopped)$" -DGCL_SANITIZE=thread \
     -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -DNDEBUG" -DGCL_TEST_PROGRAM_FLAGS=-O0 \
     -DGCL_BUILD_EXAMPLES=OFF -DGCL_BUILD_BENCHMARKS=OFF -DGCL_BUILD_TRAINER=OFF
 fi
@@ -147,10 +144,8 @@ if [[ -z "${GCL_SKIP_ASAN:-}" ]]; then
   # (test/transport/tcp.cpp: 17 s instead of 36; test/nonblocking.cpp: 21 s instead of 42).
   # clang first found what GCC had let by (C++20 features clang 14 lacks, a sanitizer it
   # detected differently). g++ if it is missing.
-  asan_cxx=$(command -v clang++ || command -v c++)
-  fresh_if_compiler_changed "$repo/build-asan" "$asan_cxx"
-  suite "address+ub-sanitizer" "$repo/build-asan" "^transport_(tcp_(launch|netns)|hybrid_netns|launch_(token|bind)|shm_failures\.stopped)$" \
-    -DCMAKE_CXX_COMPILER="$asan_cxx" \
+  suite "address+ub-sanitizer" "$repo/build-asan" "$(command -v clang++ || command -v c++)" \
+    "^transport_(tcp_(launch|netns)|hybrid_netns|launch_(token|bind)|shm_failures\.stopped)$" \
     -DGCL_SANITIZE=address,undefined -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O0 -DNDEBUG" \
     -DGCL_BUILD_EXAMPLES=OFF -DGCL_BUILD_BENCHMARKS=OFF -DGCL_BUILD_TRAINER=OFF
 fi
