@@ -70,6 +70,14 @@ struct all_reduce_thresholds {
   /// against halving-doubling's two, so it keeps `recursive_doubling_below`. 0: as at any P.
   /// (Last, so that thresholds written out in order before it was added mean what they did.)
   std::size_t recursive_doubling_below_at_two_ranks = 0;
+  /// Below this, halving-doubling where ring would run (from `ring_from`), where the transport
+  /// says that its ranks crowd the cores (as for `parameter_server_below_if_cores_crowded`)
+  /// and they are a power of two. Both send 2 (P - 1) / P of the vector a rank; at a power of
+  /// two halving-doubling does it in 2 log2 P rounds against ring's 2 (P - 1) a block, and
+  /// where every round waits for ranks to take turns on a core, the rounds decide. At other P
+  /// halving-doubling first folds the extra ranks' whole vectors in, and ring stays ahead.
+  /// 0: never. (After the one above, for the same reason.)
+  std::size_t halving_doubling_below_if_cores_crowded = 0;
 };
 
 }  // namespace gcl

@@ -39,6 +39,7 @@
 #include <cstdint>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -1149,9 +1150,10 @@ BOOST_AUTO_TEST_CASE(the_default_all_reduce_takes_the_parameter_server_where_ran
 // The default all_reduce runs ring in blocks of 1 MiB per rank over shm (a chunk then fits its
 // ring whole) and reduces messages from 64 KiB as they arrive, or from 4 MiB where they come
 // by cross-memory attach (shm_transport::default_all_reduce, shm_options). Counted: 3 MiB is
-// three blocks of 2 (P - 1) messages per rank (two blocks with 2 MiB ones), at P = 2 and at
-// P = 8, more ranks than twice the CPUs of the machines the suite runs on (where 2 MiB blocks
-// and cross-memory attach were the default until 2026-11-27).
+// three blocks of 2 (P - 1) messages per rank (two blocks with 2 MiB ones), at P = 2, 3 and 6
+// (at least twice the CPUs of the machines the suite runs on, where 2 MiB blocks and
+// cross-memory attach were the default until 2026-11-27; not a power of two, which would take
+// halving-doubling there: the next test).
 BOOST_AUTO_TEST_CASE(ring_blocks_fit_the_rings) {
   static_assert(gcl::shm_transport::default_all_reduce.ring_block_bytes == std::size_t{1} << 20);
   for (int p : {2, 3, 4, 5, 8, 16}) {
@@ -1164,7 +1166,7 @@ BOOST_AUTO_TEST_CASE(ring_blocks_fit_the_rings) {
   }
   gcl::shm_options o;
   o.timeout = 60s;
-  for (int p : {2, 8}) {
+  for (int p : {2, 3, 6}) {
     auto out = gcl::spawn<gcl::counting<gcl::shm_transport>>(
         p,
         [&](auto& comm) {
@@ -1179,6 +1181,37 @@ BOOST_AUTO_TEST_CASE(ring_blocks_fit_the_rings) {
       BOOST_TEST_INFO("P=" << p);
       BOOST_TEST(ok);
       BOOST_TEST(sent == 3u * 2u * static_cast<unsigned>(p - 1));
+    }
+  }
+}
+
+// Where a power of two of ranks crowd the cores (at least two per CPU), the default all_reduce
+// takes halving-doubling where ring would run, at any size; where each rank has a core, ring.
+// Counted against each one named outright, at 1 MiB (ring's blocks: one).
+BOOST_AUTO_TEST_CASE(the_default_all_reduce_takes_halving_doubling_where_ranks_crowd_cores) {
+  constexpr auto t = gcl::shm_transport::default_all_reduce;
+  static_assert(t.ring_from <= (std::size_t{1} << 20));
+  static_assert(t.halving_doubling_below_if_cores_crowded == std::numeric_limits<std::size_t>::max());
+  unsigned const cpus = std::thread::hardware_concurrency();
+  if (cpus == 0) return;  // the host's CPUs unknown: no rank crowds them
+  int crowding = 4;  // at P = 2 ring's messages and halving-doubling's are the same
+  while (crowding < 2 * static_cast<int>(cpus)) crowding *= 2;
+  std::vector<int> sizes{crowding};
+  if (cpus >= 4) sizes.push_back(4);  // a CPU each
+  std::size_t const count = (std::size_t{1} << 20) / sizeof(std::int64_t);
+  for (int p : sizes) {
+    if (p > 16) continue;  // more processes' worth of threads than this test should start
+    bool const crowds = p >= 2 * static_cast<int>(cpus);
+    auto const chosen = counted_all_reduce(p, count, gcl::by_size{});
+    auto const hd = counted_all_reduce(p, count, gcl::halving_doubling{});
+    auto const ring = counted_all_reduce(p, count, gcl::ring{});
+    for (int r = 0; r < p; ++r) {
+      auto const i = static_cast<std::size_t>(r);
+      BOOST_TEST_INFO("P=" << p << " on " << cpus << " CPUs, rank " << r);
+      BOOST_TEST(chosen[i].exact);
+      BOOST_TEST(chosen[i].crowd_cores == crowds);
+      BOOST_TEST((hd[i].messages != ring[i].messages));  // the counts tell them apart
+      BOOST_TEST((chosen[i].messages == (crowds ? hd[i].messages : ring[i].messages)));
     }
   }
 }

@@ -35,7 +35,9 @@
 /// ranks); where the ranks crowd the cores (at least two per CPU: a member
 /// `ranks_crowd_cores()`), the next ones, or all small ones beyond `direct_max_ranks`, take
 /// `parameter_server`, two rounds of the fewest messages, below its
-/// `parameter_server_below_if_cores_crowded` (up to `parameter_server_max_ranks` ranks).
+/// `parameter_server_below_if_cores_crowded` (up to `parameter_server_max_ranks` ranks), and
+/// where they are a power of two, the large ones halving-doubling instead of ring below its
+/// `halving_doubling_below_if_cores_crowded` (fewer rounds of the same bytes).
 ///
 /// A non-commutative operator never gets ring (it reorders operands); it gets halving-doubling.
 
@@ -129,6 +131,16 @@ inline constexpr auto ranks_over_two_per_cpu =
 inline constexpr auto ranks_crowd_cores =
     [](auto const& t) -> decltype(bool(t.ranks_crowd_cores())) { return t.ranks_crowd_cores(); };
 
+// `all_reduce_thresholds::halving_doubling_below_if_cores_crowded`: below its size, ranks
+// that crowd the cores, a power of two of them.
+template <class Comm>
+bool halving_doubling_instead_of_ring(Comm& comm, all_reduce_thresholds const& t,
+                                      std::size_t bytes) {
+  auto const p = static_cast<unsigned>(comm.size());
+  return bytes < t.halving_doubling_below_if_cores_crowded && (p & (p - 1)) == 0 &&
+         hint_of(comm, ranks_crowd_cores);
+}
+
 }  // namespace detail
 
 struct by_size {
@@ -215,7 +227,7 @@ struct by_size {
     if (bytes < recursive_doubling_below(t, comm.size()))
       return recursive_doubling{}.all_reduce(comm, data, op);
     if constexpr (commutative_op<Op, T>)
-      if (bytes >= t.ring_from)
+      if (bytes >= t.ring_from && !detail::halving_doubling_instead_of_ring(comm, t, bytes))
         return ring_of(t, comm.size(), cores_shared).all_reduce(comm, data, op);
     halving_doubling{}.all_reduce(comm, data, op);
   }

@@ -19,6 +19,7 @@
 /// meets is written into the segment so that every rank stops with it. See doc/shm.md.
 
 #include <array>
+#include <limits>
 #include <memory>
 #include <span>
 #include <string>
@@ -93,6 +94,18 @@ class shm_transport {
   /// message of the whole vector where halving-doubling and ring send two of half in turn.
   /// `default_vs_fixed`, P = 2, two jobs (2026-11-29): 3.9-4.0 us against 4.5-4.6 at 16 KiB,
   /// 6.9-7.0 against 8.0-8.3 at 32 KiB; at 64 KiB 1.04-1.07x the best.
+  ///
+  /// Where the ranks crowd the cores (at least two per CPU) and are a power of two,
+  /// halving-doubling at every size where ring would run, in 2 log2 P rounds against ring's
+  /// 2 (P - 1) a block. Measured on an AMD EPYC host of 2 cores (2026-12-02, default_vs_fixed,
+  /// seven or nine rounds; 64 MiB: benchmark/all_reduce back to back, two jobs each,
+  /// alternated): at P = 4 1 MiB 470 us against the 1,604 of ring in blocks and 1,533 of ring
+  /// without, 4 MiB 4.70 ms against 6.34 and 5.27, 16 MiB 19.8 against 23.7 and 22.0, 64 MiB
+  /// 63-76 against 86-100 and 82-96; at P = 8 1 MiB 2.24 against 3.78 and 3.15, 16 MiB 47
+  /// against 57 and 54, 64 MiB 164-167 against 206-212 and 169-182, 4 MiB level with ring
+  /// without blocks (10.7 against 10.4, ring in blocks 14.5). At P = 6, which halving-doubling
+  /// folds to 4 first, ring stayed ahead (1 to 16 MiB: halving-doubling took 1.13-1.33x its time).
+  /// Where each rank has a core, or only some share one (P = 3), ring in blocks stays.
   static constexpr all_reduce_thresholds default_all_reduce{
       .recursive_doubling_below = 16 * 1024,
       .ring_from = 512 * 1024,
@@ -101,7 +114,8 @@ class shm_transport {
       .direct_below_if_cores_shared = 4 * 1024,
       .parameter_server_below_if_cores_crowded = 128 * 1024,
       .ring_block_bytes = 1024 * 1024,
-      .recursive_doubling_below_at_two_ranks = 64 * 1024};
+      .recursive_doubling_below_at_two_ranks = 64 * 1024,
+      .halving_doubling_below_if_cores_crowded = std::numeric_limits<std::size_t>::max()};
 
   /// Joins the job described by `o` (rendezvous through rank 0).
   explicit shm_transport(shm_options const& o)
