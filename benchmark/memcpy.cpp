@@ -5,7 +5,9 @@
 //  - cross-memory attach (cross_memory.hpp): one process copying another's buffer of the same
 //    size into its own with process_vm_readv, the one-copy path of large shared-memory messages;
 //  - loopback TCP throughput (loopback.hpp): one connection one way, and two connections in
-//    opposite directions at once (duplex, GB/s per direction), the ceiling of a ring's steps.
+//    opposite directions at once (duplex, GB/s per direction), the ceiling of a ring's steps;
+//  - a cache line's round trip between two cores (line_round_trip.hpp), the floor of a small
+//    message between threads and its answer (column ns; the GB/s columns empty).
 //
 //   benchmark/machine_limits --bytes 64M --threads 2 --tcp-bytes 1G
 
@@ -26,6 +28,7 @@
 #include "common.hpp"
 #include "common/cli.hpp"
 #include "cross_memory.hpp"
+#include "line_round_trip.hpp"
 #include "loopback.hpp"
 
 namespace {
@@ -70,7 +73,8 @@ std::string system_congestion_control() {
 int main(int argc, char** argv) {
   CLI::App app{
       "Machine limits: memcpy bandwidth per thread count, cross-memory attach (process_vm_readv) "
-      "between two processes, loopback TCP throughput one way and both ways at once"};
+      "between two processes, loopback TCP throughput one way and both ways at once, a cache "
+      "line's round trip between two cores"};
   gcl_cli::setup(app, "machine_limits");
   std::size_t b = std::size_t{256} << 20, tb = std::size_t{2} << 30;
   int threads = 2, reps = 5;
@@ -90,14 +94,25 @@ int main(int argc, char** argv) {
   GCL_CLI_PARSE(app, argc, argv);
   try {
     if (csv)
-      std::printf("test,threads,bytes,GBps_copied,GBps_traffic\n");
+      std::printf("test,threads,bytes,GBps_copied,GBps_traffic,ns\n");
     else
-      std::printf("# %-28s %7s %10s %14s %16s\n", "test", "threads", "bytes", "copied (GB/s)",
-                  "traffic (GB/s)");
+      std::printf("# %-28s %7s %10s %14s %16s %8s\n", "test", "threads", "bytes", "copied (GB/s)",
+                  "traffic (GB/s)", "ns");
+    // 200,000 rounds a run: about 0.1 s where a round takes half a microsecond.
+    if (auto ns = bench::line_round_trip::nanoseconds(200000, reps)) {
+      if (csv)
+        std::printf("line_round_trip,2,64,,,%.1f\n", *ns);
+      else
+        std::printf("  %-28s %7d %10s %14s %16s %8.1f\n", "cache line round trip", 2, "64 B", "",
+                    "", *ns);
+      std::fflush(stdout);
+    } else {
+      std::fprintf(stderr, "cache line round trip: fewer than two CPUs to pin to (no row)\n");
+    }
     for (int t = 1; t <= threads; ++t) {
       double r = copy_bandwidth(b, t, reps);
       if (csv)
-        std::printf("memcpy,%d,%zu,%.3f,%.3f\n", t, b, r, 2 * r);
+        std::printf("memcpy,%d,%zu,%.3f,%.3f,\n", t, b, r, 2 * r);
       else
         std::printf("  %-28s %7d %10s %14.2f %16.2f\n", "memcpy", t, bench::format_size(b).c_str(),
                     r, 2 * r);
@@ -106,7 +121,7 @@ int main(int argc, char** argv) {
     // Read 256 KiB per call, as shm_transport reads an offer it reduces.
     if (auto r = bench::cross_memory::throughput(b, std::size_t{256} << 10, reps)) {
       if (csv)
-        std::printf("cross_memory_attach,1,%zu,%.3f,%.3f\n", b, *r, 2 * *r);
+        std::printf("cross_memory_attach,1,%zu,%.3f,%.3f,\n", b, *r, 2 * *r);
       else
         std::printf("  %-28s %7d %10s %14.2f %16.2f\n", "cross-memory attach", 1,
                     bench::format_size(b).c_str(), *r, 2 * *r);
@@ -142,7 +157,7 @@ int main(int argc, char** argv) {
           std::string const name = std::string(t.name) + (cc.empty() ? "" : "_" + cc);
           std::string const text = std::string(t.text) + (cc.empty() ? "" : ", " + cc);
           if (csv)
-            std::printf("%s,%d,%zu,%.3f,%.3f\n", name.c_str(), t.conns, tb, r, t.conns * r);
+            std::printf("%s,%d,%zu,%.3f,%.3f,\n", name.c_str(), t.conns, tb, r, t.conns * r);
           else
             std::printf("  %-28s %7d %10s %14.2f %16.2f\n", text.c_str(), t.conns,
                         bench::format_size(tb).c_str(), r, t.conns * r);

@@ -251,9 +251,18 @@ def main():
         w("| test | threads | bytes | copied GB/s | traffic GB/s |")
         w("|---|---:|---:|---:|---:|")
         for r in limits:
+            if not r["GBps_copied"]:
+                continue  # a latency (column ns), below
             w(f"| {r['test']} | {r['threads']} | {human(int(r['bytes']))} | {float(r['GBps_copied']):.2f} "
               f"| {float(r['GBps_traffic']):.2f} |")
         w("")
+        trip = next((r for r in limits if r["test"] == "line_round_trip" and r.get("ns")), None)
+        if trip is not None:
+            w(f"A cache line's round trip between two cores (`line_round_trip`, two threads pinned to")
+            w(f"two cores passing a counter through one line): **{float(trip['ns']):.0f} ns**, the least")
+            w("that a small message between threads and its answer can cost; a back-to-back all_reduce")
+            w("of a few bytes at P = 2 moves a line each way per call.")
+            w("")
 
     summary = []
     for coll in colls:

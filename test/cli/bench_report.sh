@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # benchmark/report.py on made-up sweeps (no benchmark runs): three repetitions of gcl's threads
-# and Open MPI's vader at P = 2, one size. The table gives the ratio of the medians and, in
+# and Open MPI's vader at P = 2, one size, and made-up machine limits. The table gives the ratio of the medians and, in
 # parentheses, the lowest and highest ratio of one repetition's two runs; a repetition that one
 # side lacks is left out of the range, and a row with fewer than two common repetitions has no
 # range.
@@ -34,6 +34,14 @@ sweep r2_all_reduce_p2_vader vader "Open MPI" ""
 sweep r3_all_reduce_p2_vader vader "Open MPI" "4:2"
 sweep r4_all_reduce_p2_vader vader "Open MPI" "4:4"
 
+# machine_limits' rows: a bandwidth, and the line's round trip, a latency (column ns only),
+# which goes in a sentence of its own, not in the table of GB/s.
+cat >"$tmp/res/limits.csv" <<'CSV'
+test,threads,bytes,GBps_copied,GBps_traffic,ns
+line_round_trip,2,64,,,123.4
+memcpy,1,268435456,5.850,11.700,
+CSV
+
 python3 "$src/benchmark/report.py" "$tmp/res" "$tmp/doc.md" "$tmp/img" >"$tmp/out" 2>&1 ||
   fail "report.py failed: $(cat "$tmp/out")"
 row4=$(grep '^| 4 B |' "$tmp/doc.md")
@@ -41,8 +49,13 @@ row64=$(grep '^| 64 B |' "$tmp/doc.md")
 [[ $row4 == *"**2.00** (1.00-3.00)"* ]] || fail "4 B: not the ratio 2.00 with range 1.00-3.00: $row4"
 [[ $row64 == *"**2.00** |"* ]] || fail "64 B: not the ratio 2.00 without a range: $row64"
 grep -q "lowest and highest" "$tmp/doc.md" || fail "the range is not explained in doc.md"
+grep -q '^| memcpy | 1 | 256 MiB | 5.85 | 11.70 |' "$tmp/doc.md" || fail "no memcpy row in the limits"
+grep -q '^| line_round_trip' "$tmp/doc.md" && fail "the round trip, a latency, is a row of GB/s"
+grep -q 'passing a counter through one line.*\*\*123 ns\*\*' "$tmp/doc.md" ||
+  fail "the round trip's 123 ns is not said: $(grep -i -A1 'round trip between two cores' "$tmp/doc.md")"
 
 if ((failures)); then
   exit 1
 fi
-echo "report.py: ratios of the medians, with the repetitions' range where two or more pair up"
+echo "report.py: ratios of the medians, with the repetitions' range where two or more pair up;"
+echo "the machine's limits, a latency apart from the bandwidths"
