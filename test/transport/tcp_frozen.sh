@@ -3,7 +3,8 @@
 # 4 ranks under tools/gcl-launch run an all_reduce loop; rank 2 is stopped. The survivors time
 # out (3 s here), ask each other where they are, and each one's error -- its own, or the one it
 # received from the first survivor that timed out -- must say that rank 2 does not answer; no
-# survivor may blame a live rank instead. Run at a small and a 1 MiB message size.
+# survivor may blame a live rank instead, and gcl-launch stops rank 2 as soon as the survivors
+# are gone. Run at a small and a 1 MiB message size.
 # Usage: tcp_frozen.sh path/to/gcl-launch path/to/tcp_worker
 set -u
 launch=$1
@@ -22,8 +23,9 @@ for count in 64 262144; do
   echo "== SIGSTOP rank 2 of 4 in an all_reduce loop of $count floats"
   rm -f "$dir"/*.pid
   # --grace: how long after the first survivor fails gcl-launch lets the others fail on their
-  # own before it stops the rest (and says that rank 2 was stopped). It is what the stopped rank
-  # makes each run last, and the one time bound here: 5x the ranks' 3 s timeout. Each survivor
+  # own before it stops the rest (and says that rank 2 was stopped); once every rank left is
+  # stopped (the survivors have failed), it stops them at once and says so without the grace's
+  # seconds. The grace is the one time bound here: 5x the ranks' 3 s timeout. Each survivor
   # times out by itself (3 s, then 1 s of its own running time for its peers' answers, 10 s of
   # wall time at most when the machine freezes it), and the first one's abort frames release
   # the others at once, so only a survivor that does not fail by itself, not a loaded machine
@@ -46,6 +48,8 @@ for count in 64 262144; do
   echo "gcl-launch exited with $code"
   ((code != 0)) || fail "gcl-launch exited 0 with a rank stopped"
   grep -q "gcl-launch: .*rank 2 was stopped (SIGSTOP" "$dir/out" || fail "gcl-launch did not say rank 2 was stopped"
+  grep -q "gcl-launch: stopping the ranks still running after rank [013] failed; rank 2 was stopped" "$dir/out" ||
+    fail "gcl-launch waited out the grace, not stopping rank 2 once the survivors had failed"
   for r in 0 1 3; do
     line=$(grep "^\[$r\] rank $r: " "$dir/out" | grep -v ": started$" | tail -n 1)
     [[ -n "$line" ]] || fail "rank $r printed no error"
