@@ -60,7 +60,10 @@ inline std::optional<double> nanoseconds(int rounds, int reps) {
   auto shared = std::make_unique<line>();
   auto& v = shared->value;
   std::vector<double> per_round;
-  std::uint64_t next = 0;  // the value the first thread writes next
+  // The value the first thread writes next; the line holds the one before it, so that the
+  // answerer's first wait is for the asker's first write.
+  std::uint64_t next = 1;
+  v.store(next - 1, std::memory_order_relaxed);
   for (int rep = 0; rep < reps + 1; ++rep) {
     std::uint64_t const start = next, end = start + 2 * static_cast<std::uint64_t>(rounds);
     double seconds = 0;
@@ -89,8 +92,7 @@ inline std::optional<double> nanoseconds(int rounds, int reps) {
     });
     answerer.join();
     asker.join();
-    next = end;
-    v.store(next, std::memory_order_relaxed);
+    next = end;  // the line holds end - 1, the answerer's last
     if (rep > 0) per_round.push_back(seconds * 1e9 / rounds);
   }
   return bench::median(per_round);
