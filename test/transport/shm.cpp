@@ -1191,10 +1191,11 @@ BOOST_AUTO_TEST_CASE(ring_blocks_fit_the_rings) {
 BOOST_AUTO_TEST_CASE(the_default_all_reduce_takes_halving_doubling_where_ranks_crowd_cores) {
   constexpr auto t = gcl::shm_transport::default_all_reduce;
   static_assert(t.ring_from <= (std::size_t{1} << 20));
-  static_assert(t.halving_doubling_below_if_cores_crowded == std::numeric_limits<std::size_t>::max());
+  static_assert(t.halving_doubling_below_if_cores_crowded ==
+                std::numeric_limits<std::size_t>::max());
   unsigned const cpus = std::thread::hardware_concurrency();
   if (cpus == 0) return;  // the host's CPUs unknown: no rank crowds them
-  int crowding = 4;  // at P = 2 ring's messages and halving-doubling's are the same
+  int crowding = 4;       // at P = 2 ring's messages and halving-doubling's are the same
   while (crowding < 2 * static_cast<int>(cpus)) crowding *= 2;
   std::vector<int> sizes{crowding};
   if (cpus >= 4) sizes.push_back(4);  // a CPU each

@@ -42,6 +42,7 @@
 /// A non-commutative operator never gets ring (it reorders operands); it gets halving-doubling.
 
 #include <algorithm>
+#include <bit>
 #include <concepts>
 #include <cstddef>
 #include <optional>
@@ -136,8 +137,8 @@ inline constexpr auto ranks_crowd_cores =
 template <class Comm>
 bool halving_doubling_instead_of_ring(Comm& comm, all_reduce_thresholds const& t,
                                       std::size_t bytes) {
-  auto const p = static_cast<unsigned>(comm.size());
-  return bytes < t.halving_doubling_below_if_cores_crowded && (p & (p - 1)) == 0 &&
+  return bytes < t.halving_doubling_below_if_cores_crowded &&
+         std::has_single_bit(static_cast<unsigned>(comm.size())) &&
          hint_of(comm, ranks_crowd_cores);
 }
 
