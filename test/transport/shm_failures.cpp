@@ -85,11 +85,14 @@ BOOST_AUTO_TEST_CASE(a_killed_rank_is_named_by_every_other_and_leaves_nothing) {
         BOOST_TEST((WIFSIGNALED(out.status) && WTERMSIG(out.status) == SIGKILL));
         continue;
       }
-      BOOST_TEST_INFO("P=" << size << ", rank " << victim << " killed: rank " << r
-                           << " said: " << out.error);
-      BOOST_TEST(out.exited_with(1));
-      BOOST_TEST(out.error.find("rank " + std::to_string(victim)) != std::string::npos);
-      BOOST_TEST(out.error.find("timed out") == std::string::npos);
+      // A context, not BOOST_TEST_INFO (which goes with the next check only): whichever check
+      // fails prints what the rank said.
+      BOOST_TEST_CONTEXT("P=" << size << ", rank " << victim << " killed: rank " << r
+                              << " said: " << out.error) {
+        BOOST_TEST(out.exited_with(1));
+        BOOST_TEST(out.error.find("rank " + std::to_string(victim)) != std::string::npos);
+        BOOST_TEST(out.error.find("timed out") == std::string::npos);
+      }
       BOOST_TEST_MESSAGE("rank " << r << ": " << out.error.substr(0, 200));
     }
   }
@@ -104,10 +107,11 @@ BOOST_AUTO_TEST_CASE(a_stopped_rank_is_named_when_the_others_time_out) {
     for (int r = 0; r < 4; ++r) {
       if (r == 2) continue;
       auto out = gcl_test::finish_rank(dir, pids[r], r);
-      BOOST_TEST_INFO("rank 2 stopped, " << count << " floats: rank " << r
-                                         << " said: " << out.error);
-      BOOST_TEST(out.exited_with(1));
-      BOOST_TEST(out.error.find("rank 2 does not answer") != std::string::npos);
+      BOOST_TEST_CONTEXT("rank 2 stopped, " << count << " floats: rank " << r
+                                            << " said: " << out.error) {
+        BOOST_TEST(out.exited_with(1));
+        BOOST_TEST(out.error.find("rank 2 does not answer") != std::string::npos);
+      }
       BOOST_TEST_MESSAGE("rank " << r << ": " << out.error.substr(0, 300));
     }
     ::kill(pids[2], SIGKILL);

@@ -1473,8 +1473,15 @@ class alignas(64) shm_impl {
           peers_[static_cast<std::size_t>(r)].reset();
           continue;
         }
-        if (ended == 2)
+        if (ended == 2) {
+          // Its error, which it wrote into the segment before it left, names the cause (a rank
+          // it found stopped, a disagreement); this rank would only name the messenger. Seen on
+          // a loaded machine: a rank stopped, another timed out, and a third heard the hang-up
+          // before the bell, and said "rank 1 failed" where the others said "rank 2 does not
+          // answer".
+          throw_if_aborted(peer);
           fail(errc::aborted, "rank " + name(r) + " failed and left the job" + waiting_text(peer));
+        }
         fail(errc::peer_closed, "rank " + name(r) +
                                     " died: its process ended without leaving the job (killed "
                                     "or crashed)" +
