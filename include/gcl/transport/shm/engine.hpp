@@ -1491,6 +1491,8 @@ class alignas(64) shm_impl {
         seg_->rank(peer).ended.load(std::memory_order_acquire) != 0) {
       if (drain_rings) progress();  // everything it sent is in its ring by now
       if (ready()) return;
+      // It failed (rather than ended): its error names the cause, as above.
+      if (seg_->rank(peer).ended.load(std::memory_order_relaxed) == 2) throw_if_aborted(peer);
       auto const last = seg_->rank(peer).call.load();
       fail(errc::peer_closed,
            "rank " + name(peer) + " ended its job (after " +
