@@ -78,6 +78,13 @@ struct all_reduce_thresholds {
   /// halving-doubling first folds the extra ranks' whole vectors in, and ring stays ahead.
   /// 0: never. (After the one above, for the same reason.)
   std::size_t halving_doubling_below_if_cores_crowded = 0;
+  /// ... and from this size: below it, ring still (from `ring_from`). Ring's 2 (P - 1) rounds
+  /// of P-th chunks flow where the ranks taking turns on a core each find their chunk written
+  /// when they run, and a chunk that fits its transport's buffer leaves its sender at once;
+  /// halving-doubling's first rounds move halves and quarters of the vector, which hold both
+  /// ranks of a pair until the larger of them is through. 0: from `ring_from`. (Last, for the
+  /// same reason.)
+  std::size_t halving_doubling_from_if_cores_crowded = 0;
 };
 
 }  // namespace gcl

@@ -361,14 +361,16 @@ BOOST_AUTO_TEST_CASE(takes_the_parameter_server_after_direct_where_ranks_crowd_c
 }
 
 // Where the ranks crowd the cores and are a power of two, halving-doubling where ring would run,
-// below halving_doubling_below_if_cores_crowded; at another P that crowds them (halving-doubling
-// would fold it first), or from that size, ring. Counted against each algorithm named outright.
+// from halving_doubling_from_if_cores_crowded and below halving_doubling_below_if_cores_crowded;
+// at another P that crowds them (halving-doubling would fold it first), or outside those sizes,
+// ring. Counted against each algorithm named outright.
 BOOST_AUTO_TEST_CASE(takes_halving_doubling_for_ring_where_a_power_of_two_of_ranks_crowd_cores) {
   unsigned const cpus = std::thread::hardware_concurrency();
   if (cpus == 0) return;  // the host's CPUs unknown: no rank crowds them
   constexpr gcl::all_reduce_thresholds crowded{.recursive_doubling_below = 64,
                                                .ring_from = 1024,
-                                               .halving_doubling_below_if_cores_crowded = 4096};
+                                               .halving_doubling_below_if_cores_crowded = 4096,
+                                               .halving_doubling_from_if_cores_crowded = 2048};
   int const twice = 2 * static_cast<int>(cpus);
   int power = 4;  // at P = 2 ring's messages and halving-doubling's are the same
   while (power < twice) power *= 2;
@@ -377,14 +379,15 @@ BOOST_AUTO_TEST_CASE(takes_halving_doubling_for_ring_where_a_power_of_two_of_ran
   if (power / 2 >= 4 && power / 2 < twice) ranks.push_back(power / 2);  // shares, not crowds
   for (int p : ranks) {
     bool const crowds = p >= twice, power_of_two = (p & (p - 1)) == 0;
-    for (std::size_t bytes : {std::size_t{1024}, std::size_t{4088}, std::size_t{4096}}) {
+    for (std::size_t bytes : {std::size_t{1024}, std::size_t{2040}, std::size_t{2048},
+                              std::size_t{4088}, std::size_t{4096}}) {
       BOOST_TEST_INFO("P=" << p << " on " << cpus << " CPUs, " << bytes << " bytes");
       auto const got = sent(p, bytes, gcl::by_size{.sizes = crowded});
       for (auto const& r : got) {
         BOOST_TEST(r.exact);
         BOOST_TEST(r.crowd_cores == crowds);
       }
-      bool const halving = crowds && power_of_two && bytes < 4096;
+      bool const halving = crowds && power_of_two && bytes >= 2048 && bytes < 4096;
       auto const ring = sent(p, bytes, gcl::ring{});
       auto const halving_doubling = sent(p, bytes, gcl::halving_doubling{});
       BOOST_TEST((messages(ring) != messages(halving_doubling)));  // the counts tell them apart

@@ -1186,11 +1186,13 @@ BOOST_AUTO_TEST_CASE(ring_blocks_fit_the_rings) {
 }
 
 // Where a power of two of ranks crowd the cores (at least two per CPU), the default all_reduce
-// takes halving-doubling where ring would run, at any size; where each rank has a core, ring.
-// Counted against each one named outright, at 1 MiB (ring's blocks: one).
+// takes halving-doubling where ring would run, from 2 MiB; below that, and where each rank has a
+// core, ring. Counted against each one named outright, at 1 and 2 MiB (ring's blocks: one).
 BOOST_AUTO_TEST_CASE(the_default_all_reduce_takes_halving_doubling_where_ranks_crowd_cores) {
   constexpr auto t = gcl::shm_transport::default_all_reduce;
-  static_assert(t.ring_from <= (std::size_t{1} << 20));
+  constexpr std::size_t mib = std::size_t{1} << 20;
+  static_assert(t.ring_from <= mib);
+  static_assert(t.halving_doubling_from_if_cores_crowded == 2 * mib);
   static_assert(t.halving_doubling_below_if_cores_crowded ==
                 std::numeric_limits<std::size_t>::max());
   unsigned const cpus = std::thread::hardware_concurrency();
@@ -1199,20 +1201,23 @@ BOOST_AUTO_TEST_CASE(the_default_all_reduce_takes_halving_doubling_where_ranks_c
   while (crowding < 2 * static_cast<int>(cpus)) crowding *= 2;
   std::vector<int> sizes{crowding};
   if (cpus >= 4) sizes.push_back(4);  // a CPU each
-  std::size_t const count = (std::size_t{1} << 20) / sizeof(std::int64_t);
   for (int p : sizes) {
     if (p > 16) continue;  // more processes' worth of threads than this test should start
     bool const crowds = p >= 2 * static_cast<int>(cpus);
-    auto const chosen = counted_all_reduce(p, count, gcl::by_size{});
-    auto const hd = counted_all_reduce(p, count, gcl::halving_doubling{});
-    auto const ring = counted_all_reduce(p, count, gcl::ring{});
-    for (int r = 0; r < p; ++r) {
-      auto const i = static_cast<std::size_t>(r);
-      BOOST_TEST_INFO("P=" << p << " on " << cpus << " CPUs, rank " << r);
-      BOOST_TEST(chosen[i].exact);
-      BOOST_TEST(chosen[i].crowd_cores == crowds);
-      BOOST_TEST((hd[i].messages != ring[i].messages));  // the counts tell them apart
-      BOOST_TEST((chosen[i].messages == (crowds ? hd[i].messages : ring[i].messages)));
+    for (std::size_t bytes : {mib, 2 * mib}) {
+      std::size_t const count = bytes / sizeof(std::int64_t);
+      auto const chosen = counted_all_reduce(p, count, gcl::by_size{});
+      auto const hd = counted_all_reduce(p, count, gcl::halving_doubling{});
+      auto const ring = counted_all_reduce(p, count, gcl::ring{});
+      bool const halving = crowds && bytes >= 2 * mib;
+      for (int r = 0; r < p; ++r) {
+        auto const i = static_cast<std::size_t>(r);
+        BOOST_TEST_INFO("P=" << p << " on " << cpus << " CPUs, " << bytes << " bytes, rank " << r);
+        BOOST_TEST(chosen[i].exact);
+        BOOST_TEST(chosen[i].crowd_cores == crowds);
+        BOOST_TEST((hd[i].messages != ring[i].messages));  // the counts tell them apart
+        BOOST_TEST((chosen[i].messages == (halving ? hd[i].messages : ring[i].messages)));
+      }
     }
   }
 }

@@ -36,7 +36,8 @@
 /// `ranks_crowd_cores()`), the next ones, or all small ones beyond `direct_max_ranks`, take
 /// `parameter_server`, two rounds of the fewest messages, below its
 /// `parameter_server_below_if_cores_crowded` (up to `parameter_server_max_ranks` ranks), and
-/// where they are a power of two, the large ones halving-doubling instead of ring below its
+/// where they are a power of two, the large ones halving-doubling instead of ring from its
+/// `halving_doubling_from_if_cores_crowded` and below its
 /// `halving_doubling_below_if_cores_crowded` (fewer rounds of the same bytes).
 ///
 /// A non-commutative operator never gets ring (it reorders operands); it gets halving-doubling.
@@ -132,12 +133,13 @@ inline constexpr auto ranks_over_two_per_cpu =
 inline constexpr auto ranks_crowd_cores =
     [](auto const& t) -> decltype(bool(t.ranks_crowd_cores())) { return t.ranks_crowd_cores(); };
 
-// `all_reduce_thresholds::halving_doubling_below_if_cores_crowded`: below its size, ranks
-// that crowd the cores, a power of two of them.
+// `all_reduce_thresholds::halving_doubling_{from,below}_if_cores_crowded`: between its sizes,
+// ranks that crowd the cores, a power of two of them.
 template <class Comm>
 bool halving_doubling_instead_of_ring(Comm& comm, all_reduce_thresholds const& t,
                                       std::size_t bytes) {
-  return bytes < t.halving_doubling_below_if_cores_crowded &&
+  return bytes >= t.halving_doubling_from_if_cores_crowded &&
+         bytes < t.halving_doubling_below_if_cores_crowded &&
          std::has_single_bit(static_cast<unsigned>(comm.size())) &&
          hint_of(comm, ranks_crowd_cores);
 }

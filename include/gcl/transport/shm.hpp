@@ -106,6 +106,17 @@ class shm_transport {
   /// without blocks (10.7 against 10.4, ring in blocks 14.5). At P = 6, which halving-doubling
   /// folds to 4 first, ring stayed ahead (1 to 16 MiB: halving-doubling took 1.13-1.33x its time).
   /// Where each rank has a core, or only some share one (P = 3), ring in blocks stays.
+  /// Below 2 MiB, though, ring still where the ranks crowd the cores (from `ring_from`; at
+  /// these sizes one block, so ring without blocks): those measurements timed blocks of about
+  /// five calls, each after the other algorithms' blocks, and ring is the algorithm that takes
+  /// longest to reach its pace. Timed over longer loops on the same kind of host (2026-12-02:
+  /// 200 calls a job, jobs alternated; and default_vs_fixed with blocks of 0.2 s), P = 8 at 1 MiB
+  /// took 0.63-2.9 ms with ring (median of eight jobs 0.79) against 1.2-2.4 with
+  /// halving-doubling (1.68), and 1.05 against 1.30-2.28 in blocks of 0.2 s; 512 KiB 0.30-0.36
+  /// against 0.63-1.37 ms in four jobs. From 2 MiB neither was ahead beyond the jobs' spread at
+  /// P = 8 but halving-doubling at 16 and 64 MiB; at P = 4 neither from 512 KiB to 4 MiB, and
+  /// halving-doubling from 16 MiB (12-16 ms against ring's 15-23). benchmark/analysis.md has
+  /// the runs.
   static constexpr all_reduce_thresholds default_all_reduce{
       .recursive_doubling_below = 16 * 1024,
       .ring_from = 512 * 1024,
@@ -115,7 +126,8 @@ class shm_transport {
       .parameter_server_below_if_cores_crowded = 128 * 1024,
       .ring_block_bytes = 1024 * 1024,
       .recursive_doubling_below_at_two_ranks = 64 * 1024,
-      .halving_doubling_below_if_cores_crowded = std::numeric_limits<std::size_t>::max()};
+      .halving_doubling_below_if_cores_crowded = std::numeric_limits<std::size_t>::max(),
+      .halving_doubling_from_if_cores_crowded = 2 * 1024 * 1024};
 
   /// Joins the job described by `o` (rendezvous through rank 0).
   explicit shm_transport(shm_options const& o)
