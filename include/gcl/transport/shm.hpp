@@ -113,10 +113,10 @@ class shm_transport {
   /// 200 calls a job, jobs alternated; and default_vs_fixed with blocks of 0.2 s), P = 8 at 1 MiB
   /// took 0.63-2.9 ms with ring (median of eight jobs 0.79) against 1.2-2.4 with
   /// halving-doubling (1.68), and 1.05 against 1.30-2.28 in blocks of 0.2 s; 512 KiB 0.30-0.36
-  /// against 0.63-1.37 ms in four jobs. From 2 MiB neither was ahead beyond the jobs' spread at
-  /// P = 8 but halving-doubling at 16 and 64 MiB; at P = 4 neither from 512 KiB to 4 MiB, and
-  /// halving-doubling from 16 MiB (12-16 ms against ring's 15-23). benchmark/analysis.md has
-  /// the runs.
+  /// against 0.63-1.37 ms in four jobs. At P = 8 from 2 to 4 MiB neither was ahead beyond the
+  /// jobs' spread, and halving-doubling was at 16 and 64 MiB; at P = 4 neither from 512 KiB to
+  /// 4 MiB, and halving-doubling from 16 MiB (12-16 ms against ring's 15-23).
+  /// benchmark/analysis.md has the runs.
   static constexpr all_reduce_thresholds default_all_reduce{
       .recursive_doubling_below = 16 * 1024,
       .ring_from = 512 * 1024,
