@@ -381,17 +381,18 @@ BOOST_AUTO_TEST_CASE(takes_halving_doubling_for_ring_where_a_power_of_two_of_ran
     bool const crowds = p >= twice, power_of_two = (p & (p - 1)) == 0;
     for (std::size_t bytes : {std::size_t{1024}, std::size_t{2040}, std::size_t{2048},
                               std::size_t{4088}, std::size_t{4096}}) {
-      BOOST_TEST_INFO("P=" << p << " on " << cpus << " CPUs, " << bytes << " bytes");
-      auto const got = sent(p, bytes, gcl::by_size{.sizes = crowded});
-      for (auto const& r : got) {
-        BOOST_TEST(r.exact);
-        BOOST_TEST(r.crowd_cores == crowds);
+      BOOST_TEST_CONTEXT("P=" << p << " on " << cpus << " CPUs, " << bytes << " bytes") {
+        auto const got = sent(p, bytes, gcl::by_size{.sizes = crowded});
+        for (auto const& r : got) {
+          BOOST_TEST(r.exact);
+          BOOST_TEST(r.crowd_cores == crowds);
+        }
+        bool const halving = crowds && power_of_two && bytes >= 2048 && bytes < 4096;
+        auto const ring = sent(p, bytes, gcl::ring{});
+        auto const halving_doubling = sent(p, bytes, gcl::halving_doubling{});
+        BOOST_TEST((messages(ring) != messages(halving_doubling)));  // the counts tell them apart
+        BOOST_TEST((messages(got) == messages(halving ? halving_doubling : ring)));
       }
-      bool const halving = crowds && power_of_two && bytes >= 2048 && bytes < 4096;
-      auto const ring = sent(p, bytes, gcl::ring{});
-      auto const halving_doubling = sent(p, bytes, gcl::halving_doubling{});
-      BOOST_TEST((messages(ring) != messages(halving_doubling)));  // the counts tell them apart
-      BOOST_TEST((messages(got) == messages(halving ? halving_doubling : ring)));
     }
   }
 }

@@ -1212,11 +1212,13 @@ BOOST_AUTO_TEST_CASE(the_default_all_reduce_takes_halving_doubling_where_ranks_c
       bool const halving = crowds && bytes >= 2 * mib;
       for (int r = 0; r < p; ++r) {
         auto const i = static_cast<std::size_t>(r);
-        BOOST_TEST_INFO("P=" << p << " on " << cpus << " CPUs, " << bytes << " bytes, rank " << r);
-        BOOST_TEST(chosen[i].exact);
-        BOOST_TEST(chosen[i].crowd_cores == crowds);
-        BOOST_TEST((hd[i].messages != ring[i].messages));  // the counts tell them apart
-        BOOST_TEST((chosen[i].messages == (halving ? hd[i].messages : ring[i].messages)));
+        BOOST_TEST_CONTEXT("P=" << p << " on " << cpus << " CPUs, " << bytes << " bytes, rank "
+                                << r) {
+          BOOST_TEST(chosen[i].exact);
+          BOOST_TEST(chosen[i].crowd_cores == crowds);
+          BOOST_TEST((hd[i].messages != ring[i].messages));  // the counts tell them apart
+          BOOST_TEST((chosen[i].messages == (halving ? hd[i].messages : ring[i].messages)));
+        }
       }
     }
   }
