@@ -1187,7 +1187,8 @@ BOOST_AUTO_TEST_CASE(ring_blocks_fit_the_rings) {
 
 // Where a power of two of ranks crowd the cores (at least two per CPU), the default all_reduce
 // takes halving-doubling where ring would run, from 2 MiB; below that, and where each rank has a
-// core, ring. Counted against each one named outright, at 1 and 2 MiB (ring's blocks: one).
+// core, ring (by_size's: in blocks, two of them at 2 MiB). Counted against each one named
+// outright, at 1 and 2 MiB.
 BOOST_AUTO_TEST_CASE(the_default_all_reduce_takes_halving_doubling_where_ranks_crowd_cores) {
   constexpr auto t = gcl::shm_transport::default_all_reduce;
   constexpr std::size_t mib = std::size_t{1} << 20;
@@ -1208,7 +1209,7 @@ BOOST_AUTO_TEST_CASE(the_default_all_reduce_takes_halving_doubling_where_ranks_c
       std::size_t const count = bytes / sizeof(std::int64_t);
       auto const chosen = counted_all_reduce(p, count, gcl::by_size{});
       auto const hd = counted_all_reduce(p, count, gcl::halving_doubling{});
-      auto const ring = counted_all_reduce(p, count, gcl::ring{});
+      auto const ring = counted_all_reduce(p, count, gcl::by_size::ring_of(t, p, crowds));
       bool const halving = crowds && bytes >= 2 * mib;
       for (int r = 0; r < p; ++r) {
         auto const i = static_cast<std::size_t>(r);
