@@ -76,7 +76,10 @@ struct all_reduce_thresholds {
   /// two halving-doubling does it in 2 log2 P rounds against ring's 2 (P - 1) a block, and
   /// where every round waits for ranks to take turns on a core, the rounds decide. At other P
   /// halving-doubling first folds the extra ranks' whole vectors in, and ring stays ahead.
-  /// 0: never. (After the one above, for the same reason.)
+  /// 0: never. (After the one above, for the same reason.) No transport of gcl sets it: shm
+  /// did, from 2 MiB, until timing over loops of calls found ring in blocks ahead there
+  /// (shm_transport::default_all_reduce has the numbers); it stays for a host where a user
+  /// measures otherwise (benchmark/default_vs_fixed).
   std::size_t halving_doubling_below_if_cores_crowded = 0;
   /// ... and from this size: below it, ring still (from `ring_from`). Ring's 2 (P - 1) rounds
   /// of P-th chunks flow where the ranks taking turns on a core each find their chunk written

@@ -19,7 +19,6 @@
 /// meets is written into the segment so that every rank stops with it. See doc/shm.md.
 
 #include <array>
-#include <limits>
 #include <memory>
 #include <span>
 #include <string>
@@ -95,28 +94,17 @@ class shm_transport {
   /// `default_vs_fixed`, P = 2, two jobs (2026-11-29): 3.9-4.0 us against 4.5-4.6 at 16 KiB,
   /// 6.9-7.0 against 8.0-8.3 at 32 KiB; at 64 KiB 1.04-1.07x the best.
   ///
-  /// Where the ranks crowd the cores (at least two per CPU) and are a power of two,
-  /// halving-doubling at every size where ring would run, in 2 log2 P rounds against ring's
-  /// 2 (P - 1) a block. Measured on an AMD EPYC host of 2 cores (2026-12-02, default_vs_fixed,
-  /// seven or nine rounds; 64 MiB: benchmark/all_reduce back to back, two jobs each,
-  /// alternated): at P = 4 1 MiB 470 us against the 1,604 of ring in blocks and 1,533 of ring
-  /// without, 4 MiB 4.70 ms against 6.34 and 5.27, 16 MiB 19.8 against 23.7 and 22.0, 64 MiB
-  /// 63-76 against 86-100 and 82-96; at P = 8 1 MiB 2.24 against 3.78 and 3.15, 16 MiB 47
-  /// against 57 and 54, 64 MiB 164-167 against 206-212 and 169-182, 4 MiB level with ring
-  /// without blocks (10.7 against 10.4, ring in blocks 14.5). At P = 6, which halving-doubling
-  /// folds to 4 first, ring stayed ahead (1 to 16 MiB: halving-doubling took 1.13-1.33x its time).
-  /// Where each rank has a core, or only some share one (P = 3), ring in blocks stays.
-  /// Below 2 MiB, though, ring still where the ranks crowd the cores (from `ring_from`; at
-  /// these sizes one block, so ring without blocks): those measurements timed blocks of about
-  /// five calls, each after the other algorithms' blocks, and ring is the algorithm that takes
-  /// longest to reach its pace. Timed over longer loops on the same kind of host (2026-12-02:
-  /// 200 calls a job, jobs alternated; and default_vs_fixed with blocks of 0.2 s), P = 8 at 1 MiB
-  /// took 0.63-2.9 ms with ring (median of eight jobs 0.79) against 1.2-2.4 with
-  /// halving-doubling (1.68), and 1.05 against 1.30-2.28 in blocks of 0.2 s; 512 KiB 0.30-0.36
-  /// against 0.63-1.37 ms in four jobs. At P = 8 from 2 to 4 MiB neither was ahead beyond the
-  /// jobs' spread, and halving-doubling was at 16 and 64 MiB; at P = 4 neither from 512 KiB to
-  /// 4 MiB, and halving-doubling from 16 MiB (12-16 ms against ring's 15-23).
-  /// benchmark/analysis.md has the runs.
+  /// Where the ranks crowd the cores (at least two per CPU), ring in blocks as well, not
+  /// halving-doubling (which took every size from 2 MiB there from 2026-12-02 to 2026-12-05,
+  /// `all_reduce_thresholds::halving_doubling_from_if_cores_crowded`: that rule had been timed
+  /// in blocks of a few calls each). Timed over loops of calls on an AMD EPYC host of 2 cores
+  /// (2026-12-05, processes under gcl-launch, back to back, slowest rank, medians of three to
+  /// six jobs each, alternated): ring in blocks took 0.39-0.81x halving-doubling's time from
+  /// 4 to 64 MiB at P = 4 and 8 (P = 4: 8 MiB 2.8 against 3.6 ms, 16 MiB 6.8 against 10.8,
+  /// 64 MiB 27 against 47; P = 8: 4 MiB 4.0 against 6.3, 16 MiB 15.3 against 29.2, 64 MiB 69
+  /// against 179) and 0.61-0.73x at P = 16 (4 and 16 MiB); at 2 MiB 0.78x at P = 8 and 1.12x
+  /// at P = 4 (0.62 against 0.55 ms, within the jobs' spread). benchmark/analysis.md, "shm:
+  /// ring in blocks again where the ranks crowd the cores".
   static constexpr all_reduce_thresholds default_all_reduce{
       .recursive_doubling_below = 16 * 1024,
       .ring_from = 512 * 1024,
@@ -125,9 +113,7 @@ class shm_transport {
       .direct_below_if_cores_shared = 4 * 1024,
       .parameter_server_below_if_cores_crowded = 128 * 1024,
       .ring_block_bytes = 1024 * 1024,
-      .recursive_doubling_below_at_two_ranks = 64 * 1024,
-      .halving_doubling_below_if_cores_crowded = std::numeric_limits<std::size_t>::max(),
-      .halving_doubling_from_if_cores_crowded = 2 * 1024 * 1024};
+      .recursive_doubling_below_at_two_ranks = 64 * 1024};
 
   /// Joins the job described by `o` (rendezvous through rank 0).
   explicit shm_transport(shm_options const& o)
