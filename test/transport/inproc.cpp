@@ -611,3 +611,20 @@ BOOST_AUTO_TEST_CASE(staged_messages_wrap_the_ring_and_overflow_into_lent_buffer
         o);
   }
 }
+
+// A blocked call polls, a pause apart, for its first microseconds where each rank has a core (a
+// yield there is only a system call, which costs microseconds in some virtual machines: more
+// than the message it waits for), and yields from its first look where the ranks outnumber the
+// CPUs (the sender may need this very core). The window is shorter than the spin after which a
+// wait sleeps, so a wait still sleeps. Shm's waits take the same window (host_cpus.hpp).
+BOOST_AUTO_TEST_CASE(waits_poll_without_yielding_only_where_each_rank_has_a_core) {
+  if (gcl::detail::host_cpus() == 0) return;  // the host's CPUs unknown: nothing to tell
+  for (int p : {1, 2, 3, 4, 8, 16, 64, 1024}) {
+    auto const window = gcl::detail::polling_before_yielding(p);
+    BOOST_TEST_CONTEXT("P=" << p << " on " << gcl::detail::host_cpus() << " CPUs") {
+      BOOST_TEST((window.count() > 0) == !gcl::detail::ranks_outnumber_cpus(p));
+      BOOST_TEST((window < gcl::inproc_options{}.spin));
+    }
+  }
+  BOOST_TEST(gcl::detail::polling_before_yielding(1).count() > 0);  // one rank has a core
+}

@@ -1,8 +1,9 @@
 #pragma once
 // Whether the ranks on one host outnumber its CPUs: the question behind the transports'
 // defaults that depend on ranks sharing cores (the sizes from which inproc and shm combine a
-// message as it arrives, how long their waits look before yielding).
+// message as it arrives, how long their waits look and poll before yielding).
 
+#include <chrono>
 #include <thread>
 
 namespace gcl::detail {
@@ -40,6 +41,23 @@ inline bool ranks_crowd_cpus(int ranks) noexcept {
 // 18-24 (benchmark/analysis.md).
 inline int looks_before_yielding(int ranks) noexcept {
   return ranks_outnumber_cpus(ranks) ? 1 : 16;
+}
+
+// How long a blocked call of inproc or shm then polls, a pause apart, before it yields the core
+// between looks: 5 us where each rank has a core, none where the ranks outnumber the CPUs (there
+// the awaited sender may need this very core). Where each rank has a core nobody needs this one,
+// and a yield is only a system call, which in some virtual machines costs more than the message:
+// about 1.2 us on the AMD EPYC host of 2026-12-05 (a paravirtualised guest, where every system
+// call traps), where a message between its two cores took about 0.3 to 0.5 us, so a wait that
+// outlasted the 16 paused looks yielded and came back late. Open MPI polls without yielding too
+// unless told the ranks oversubscribe the cores. Measured there at P = 2 (benchmark/all_reduce,
+// back to back, four rounds, builds alternated with Open MPI's vader): threads 8 B 0.54-0.59 us
+// against 0.63-0.69 (vader 0.55), 4 KiB 1.28-1.40 against 1.78-2.85, 32 KiB 3.5-4.3 against
+// 5.7-6.5; shm 8 B 0.47-0.50 against 0.53-0.58, 32 KiB 3.6-4.1 against 5.4-6.7; from 256 KiB
+// level. 102,770 yields in 300,000 calls of 8 B between threads against 2,102
+// (benchmark/analysis.md).
+inline std::chrono::nanoseconds polling_before_yielding(int ranks) noexcept {
+  return ranks_outnumber_cpus(ranks) ? std::chrono::nanoseconds{0} : std::chrono::microseconds{5};
 }
 
 }  // namespace gcl::detail

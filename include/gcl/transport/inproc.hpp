@@ -60,7 +60,8 @@ struct inproc_options {
   std::chrono::milliseconds timeout{std::chrono::minutes{30}};
   /// How long a blocked call polls for its message before sleeping. Waking a sleeping thread
   /// costs microseconds (a futex call and a reschedule), which dominates small messages;
-  /// polling yields the core, so ranks that outnumber the cores still make progress. 0: sleep
+  /// polling yields the core, so ranks that outnumber the cores still make progress (where
+  /// each rank has a core, only after its first 5 us: detail::polling_before_yielding). 0: sleep
   /// after a few rounds on the spot (no yielding). See doc/benchmarks.md for the measurements.
   std::chrono::microseconds spin{50};
   /// Messages up to this size are copied into the channel and the send returns at once; larger
@@ -158,6 +159,7 @@ class inproc_world {
  public:
   inproc_world(int size, inproc_options options)
       : paused_looks(looks_before_yielding(size)),
+        polling_before_yielding(detail::polling_before_yielding(size)),
         eager_bytes(options.eager_threshold(size)),
         size_(size),
         options_(options),
@@ -203,6 +205,8 @@ class inproc_world {
   bool const asymmetric = asymmetric_fences_available();
   // How many looks a wait takes, a pause apart, before it starts to yield (host_cpus.hpp).
   int const paused_looks;
+  // How long it then polls, a pause apart, before it yields between looks (host_cpus.hpp).
+  std::chrono::nanoseconds const polling_before_yielding;
   // options().eager_threshold(size()), looked up once.
   std::size_t const eager_bytes;
 
@@ -781,11 +785,20 @@ class inproc_transport {
     if (auto const spin = world_->options().spin; spin.count() > 0) {
       // Then yield, so that a rank sharing this core (more ranks than cores) runs and sends it.
       auto const give_up = std::min(deadline, start + spin);
+      auto const yield_from = start + world_->polling_before_yielding;
+      bool polling = true;
       for (unsigned round = 0;; ++round) {
         if (ready()) return true;
         if (world_->aborted()) return false;
-        if (round % 8 == 0 && clock::now() >= give_up) break;
-        std::this_thread::yield();
+        if (round % 8 == 0) {
+          auto const now = clock::now();
+          if (now >= give_up) break;
+          polling = now < yield_from;
+        }
+        if (polling)
+          detail::cpu_relax();
+        else
+          std::this_thread::yield();
       }
     }
     auto& me = world_->rank(rank_);

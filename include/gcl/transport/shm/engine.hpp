@@ -1377,10 +1377,19 @@ class alignas(64) shm_impl {
     if (external_check_) external_check_();
     if (o_.spin.count() > 0) {
       auto const give_up = std::min(deadline, start + o_.spin);
+      auto const yield_from = start + polling_before_yielding_;
+      bool polling = true;
       for (unsigned round = 0;; ++round) {
         if (look()) return true;
-        if (round % 8 == 0 && clock::now() >= give_up) break;
-        std::this_thread::yield();
+        if (round % 8 == 0) {
+          auto const now = clock::now();
+          if (now >= give_up) break;
+          polling = now < yield_from;
+        }
+        if (polling)
+          cpu_pause();
+        else
+          std::this_thread::yield();
       }
     }
     // From here this rank may sleep, and an offer it keeps waiting for its receive would keep
@@ -1712,6 +1721,7 @@ class alignas(64) shm_impl {
   static constexpr std::size_t rewind_payload_max = 1024;
   // How many looks a wait takes, a pause apart, before it starts to yield (host_cpus.hpp).
   int const paused_looks_ = looks_before_yielding(o_.size);
+  std::chrono::nanoseconds const polling_before_yielding_ = polling_before_yielding(o_.size);
   // Whether forward_posted waits for a held message's bytes in batches (ranks outnumber cores).
   bool const batch_pieces_ = ranks_outnumber_cpus(o_.size);
   static constexpr std::uint64_t forward_batch_bytes = 64 * 1024;

@@ -45,7 +45,8 @@ struct shm_options {
   /// ranks that hold the call up. 30 minutes by default, as tcp's. A killed rank is noticed
   /// within milliseconds whatever the timeout; only a stopped or hung one waits this long.
   std::chrono::milliseconds timeout{std::chrono::minutes{30}};
-  /// How long a blocked call polls (yielding the core between looks) before it sleeps on its
+  /// How long a blocked call polls (yielding the core between looks, where each rank has a core
+  /// only after its first 5 us: detail::polling_before_yielding) before it sleeps on its
   /// futex; also when ranks share cores (unlike tcp's), unless GCL_SPIN_US says otherwise.
   std::chrono::microseconds spin{50};
   /// Bytes of each (sender, receiver) ring in the segment. 0: 4 MiB / size, clamped to
