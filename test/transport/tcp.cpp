@@ -169,9 +169,12 @@ BOOST_AUTO_TEST_CASE(a_rank_polling_one_peer_still_lets_another_finish_a_large_s
   // rank 2 sends it 16 MiB that rank 0 receives only at the end; halfway, rank 1 waits for
   // rank 2's word, which comes only once rank 2's large send is done, so the ping-pong stalls
   // until rank 0's transport reads that send without a receive posted for it.
+  // Bounded by 90 s, not 20: on a 2-core VM this test takes 5-6 s unsanitized and 10-20 s under
+  // ThreadSanitizer, mostly waiting (0.1-0.7 s of user CPU time; not yet explained), and 20 s
+  // timed the large send out there under load. The bound catches a hang; it does not time.
   constexpr std::size_t n = (std::size_t{16} << 20) / sizeof(std::uint32_t);
   constexpr std::uint32_t rounds = 2000;
-  auto o = quick();
+  auto o = quick(90s);
   o.spin = std::chrono::microseconds{50};
   gcl::spawn<tcp_transport>(
       3,
