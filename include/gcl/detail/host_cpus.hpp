@@ -1,7 +1,8 @@
 #pragma once
 // Whether the ranks on one host outnumber its CPUs: the question behind the transports'
 // defaults that depend on ranks sharing cores (the sizes from which inproc and shm combine a
-// message as it arrives, how long their waits look and poll before yielding).
+// message as it arrives, how long their waits look and poll before yielding), and the step
+// their waits take between two looks.
 
 #include <chrono>
 #include <thread>
@@ -59,5 +60,33 @@ inline int looks_before_yielding(int ranks) noexcept {
 inline std::chrono::nanoseconds polling_before_yielding(int ranks) noexcept {
   return ranks_outnumber_cpus(ranks) ? std::chrono::nanoseconds{0} : std::chrono::microseconds{5};
 }
+
+// Tells the core that this thread is polling (x86's pause: it spares the sibling hyperthread
+// and the memory-order flush when the polled line changes).
+inline void cpu_relax() noexcept {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+// What a blocked call of inproc or shm does between two looks while it polls: a pause until
+// `yield_from` (its start plus `polling_before_yielding`), a yield from then on. The call
+// reads the clock only now and then, and says what it read (`at`).
+class between_looks {
+ public:
+  explicit between_looks(std::chrono::steady_clock::time_point yield_from) noexcept
+      : yield_from_(yield_from) {}
+  void at(std::chrono::steady_clock::time_point now) noexcept { pausing_ = now < yield_from_; }
+  void operator()() const noexcept {
+    if (pausing_)
+      cpu_relax();
+    else
+      std::this_thread::yield();
+  }
+
+ private:
+  std::chrono::steady_clock::time_point yield_from_;
+  bool pausing_ = true;
+};
 
 }  // namespace gcl::detail

@@ -119,14 +119,6 @@ struct inproc_options {
 
 namespace detail {
 
-// Tells the core that this thread is polling (x86's pause: it spares the sibling hyperthread
-// and the memory-order flush when the polled line changes).
-inline void cpu_relax() noexcept {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#endif
-}
-
 // What other threads may need of a rank: a way to wake it, and where it is.
 struct inproc_rank {
   // Wakes the rank when it sleeps. A peer that has made a change the rank may wait for
@@ -785,20 +777,16 @@ class inproc_transport {
     if (auto const spin = world_->options().spin; spin.count() > 0) {
       // Then yield, so that a rank sharing this core (more ranks than cores) runs and sends it.
       auto const give_up = std::min(deadline, start + spin);
-      auto const yield_from = start + world_->polling_before_yielding;
-      bool polling = true;
+      detail::between_looks wait_a_little(start + world_->polling_before_yielding);
       for (unsigned round = 0;; ++round) {
         if (ready()) return true;
         if (world_->aborted()) return false;
         if (round % 8 == 0) {
           auto const now = clock::now();
           if (now >= give_up) break;
-          polling = now < yield_from;
+          wait_a_little.at(now);
         }
-        if (polling)
-          detail::cpu_relax();
-        else
-          std::this_thread::yield();
+        wait_a_little();
       }
     }
     auto& me = world_->rank(rank_);

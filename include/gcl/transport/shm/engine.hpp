@@ -1369,7 +1369,7 @@ class alignas(64) shm_impl {
     };
     for (int round = 0; round < paused_looks_; ++round) {
       if (look()) return true;
-      cpu_pause();
+      cpu_relax();
     }
     auto const start = clock::now();
     if (deadline == timeout_from_first_look) deadline = start + o_.timeout;
@@ -1377,19 +1377,15 @@ class alignas(64) shm_impl {
     if (external_check_) external_check_();
     if (o_.spin.count() > 0) {
       auto const give_up = std::min(deadline, start + o_.spin);
-      auto const yield_from = start + polling_before_yielding_;
-      bool polling = true;
+      between_looks wait_a_little(start + polling_before_yielding_);
       for (unsigned round = 0;; ++round) {
         if (look()) return true;
         if (round % 8 == 0) {
           auto const now = clock::now();
           if (now >= give_up) break;
-          polling = now < yield_from;
+          wait_a_little.at(now);
         }
-        if (polling)
-          cpu_pause();
-        else
-          std::this_thread::yield();
+        wait_a_little();
       }
     }
     // From here this rank may sleep, and an offer it keeps waiting for its receive would keep
@@ -1428,12 +1424,6 @@ class alignas(64) shm_impl {
       futex_wait(me.bell, bell,
                  std::min<clock::duration>(deadline - now, std::chrono::milliseconds{20}));
     }
-  }
-
-  static void cpu_pause() noexcept {
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#endif
   }
 
   // Tells rank r that something it may wait for changed: a release of its futex, only when it
