@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <gcl/communicator.hpp>
 #include <gcl/transport/shm.hpp>
 
 #include <algorithm>

@@ -2,11 +2,16 @@
 #include <boost/test/unit_test.hpp>
 
 #include "../support/heap_in_use.hpp"
+#include "shm_fork.hpp"
 
 #include <gcl/collective/all_reduce.hpp>
 #include <gcl/communicator.hpp>
 #include <gcl/spawn.hpp>
 #include <gcl/transport/tcp.hpp>
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <array>
 #include <atomic>
@@ -14,6 +19,7 @@
 #include <boost/asio.hpp>
 #include <chrono>
 #include <cstdint>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <mutex>
@@ -559,6 +565,68 @@ BOOST_AUTO_TEST_CASE(a_throwing_rank_aborts_the_others_through_spawn) {
                  contains(seen[r], "failed, so this job is over"))),
                "rank " << r << ": " << seen[r]);
   }
+}
+
+BOOST_AUTO_TEST_CASE(a_failure_that_comes_in_while_a_rank_asks_its_peers_is_what_it_reports) {
+  // Ranks are processes forked from this test (a stopped rank must be one): rank 2 of 3 is
+  // stopped (SIGSTOP) in an all_reduce loop, so ranks 0 and 1 wait from about the same moment.
+  // Rank 1 times out after 2 s, rank 0 after 2.5 s; each then asks its peers where they are and
+  // gives rank 2 a second to answer, so rank 1's error (its abort frame) reaches rank 0 about
+  // half a second into rank 0's own asking. The first failure wins: rank 0 must report rank 1's
+  // error, which names rank 2, not a timeout of its own (whose report, in the race this pins
+  // down, blamed ranks that had not answered only because rank 1's failure had ended them).
+  gcl_test::temp_dir dir;
+  tcp_transport::group g(3, quick(2500ms));  // rank 0's timeout
+  auto run = [&](int r) {
+    int code = 0;
+    try {
+      auto o = g.options();
+      o.rank = r;
+      o.timeout = 2s;
+      gcl::communicator<tcp_transport> comm(r == 0 ? g.connect(0) : tcp_transport(o));
+      for (long it = 0;; ++it) {
+        std::vector<float> v(64, 1.0f);
+        gcl::all_reduce(comm, v, gcl::sum{}, gcl::ring{});
+        if (v[0] != 3.0f) throw std::runtime_error("wrong sum");
+        if (it == 0) std::ofstream(dir.file(r, ".started")) << "1";
+      }
+    } catch (std::exception const& e) {
+      std::ofstream(dir.file(r, ".err")) << e.what();
+      code = 1;
+    }
+    ::_exit(code);
+  };
+  std::vector<pid_t> pids;
+  for (int r = 0; r < 3; ++r) {
+    std::fflush(nullptr);
+    pid_t pid = ::fork();
+    if (pid == 0) run(r);
+    pids.push_back(pid);
+  }
+  for (int r = 0; r < 3; ++r)
+    while (!std::filesystem::exists(dir.file(r, ".started"))) {
+      int status = 0;
+      if (::waitpid(pids[r], &status, WNOHANG) == pids[r])
+        BOOST_FAIL("rank " << r << " ended before it started: "
+                           << gcl_test::read_file(dir.file(r, ".err")));
+      std::this_thread::sleep_for(10ms);
+    }
+  ::kill(pids[2], SIGSTOP);
+  auto rank1 = gcl_test::finish_rank(dir, pids[1], 1);
+  auto rank0 = gcl_test::finish_rank(dir, pids[0], 0);
+  ::kill(pids[2], SIGKILL);
+  gcl_test::finish_rank(dir, pids[2], 2);
+  BOOST_TEST_MESSAGE("rank 1: " << rank1.error.substr(0, 300));
+  BOOST_TEST_MESSAGE("rank 0: " << rank0.error.substr(0, 300));
+  BOOST_TEST(rank1.exited_with(1));
+  BOOST_TEST(contains(rank1.error, "timed out after 2 s"), rank1.error);
+  BOOST_TEST(contains(rank1.error, "rank 2 does not answer"), rank1.error);
+  BOOST_TEST(rank0.exited_with(1));
+  BOOST_TEST((contains(rank0.error, "rank 1 at 127.0.0.1:") &&
+              contains(rank0.error, "failed, so this job is over. Its error: gcl: rank 1:")),
+             rank0.error);
+  BOOST_TEST(contains(rank0.error, "rank 2 does not answer"), rank0.error);
+  BOOST_TEST(!contains(rank0.error, "timed out after 2.5 s"), rank0.error);
 }
 
 BOOST_AUTO_TEST_CASE(a_rank_that_finishes_early_does_not_drop_its_last_messages) {

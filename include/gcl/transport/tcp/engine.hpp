@@ -443,6 +443,14 @@ class tcp_impl {
       }
       auto stall = stall_report(lock);
       if (pr.st == tcp_posted_recv::done) return;  // arrived while the peers answered
+      if (unusable()) {
+        // A failure came in while the peers answered: a peer's abort (it timed out first, and
+        // has named the cause) or a disagreement its answer showed. The first failure wins, as
+        // everywhere: this rank's own report would come second, and could blame ranks that
+        // did not answer only because that failure had ended them.
+        unpost(lock, pr);
+        throw_if_unusable(lock, "recv from", peer);
+      }
       auto what = timeout_text(
           prefix(), call_,
           "recv from " + (peer == o_.rank ? std::string("itself") : peer_at(peer).where) + " (" +
@@ -805,10 +813,11 @@ class tcp_impl {
   }
 
   // Under mutex_ (released while it waits up to a second for the peers' answers): "rank 2 has
-  // not started all_reduce #10 ...; ranks 0, 1 and 3 are waiting in it" -- for a timeout.
+  // not started all_reduce #10 ...; ranks 0, 1 and 3 are waiting in it" -- for a timeout. A
+  // failure that comes in meanwhile ends the wait: the caller reports that one instead.
   std::string stall_report(std::unique_lock<std::mutex>& lock) {
     request_status();
-    sleep_awake(lock, answer_window(), [&] { return all_answered(); });
+    sleep_awake(lock, answer_window(), [&] { return all_answered() || unusable(); });
     std::vector<rank_status> all;
     for (int r = 0; r < o_.size; ++r) {
       if (r != o_.rank) {
