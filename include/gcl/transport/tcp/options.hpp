@@ -51,10 +51,15 @@ struct tcp_options {
   /// the job on this host has a core of its own, `shared_core_spin` when they share cores and
   /// `over_two_per_cpu_spin` when they are more than twice the CPUs (see there), as Open MPI
   /// polls in every case. Polling yields the core between looks, so a rank that shares a core
-  /// with the one that would send does not keep it from running. With spin > 0 the rank's I/O
-  /// thread runs at the lowest priority (nice 19), so that it never preempts its own polling
-  /// caller: measured on 2 cores, a 4-byte all_reduce at P = 2 took
-  /// 8-19 us so, 35-58 us when the I/O thread preempted the poller, 60-100 us without polling.
+  /// with the one that would send does not keep it from running. With spin > 0 where ranks
+  /// share cores, the rank's I/O thread runs at the lowest priority (nice 19), so that it never
+  /// preempts a polling caller: measured on 2 cores (before the I/O thread rested while its
+  /// caller polls), a 4-byte all_reduce at P = 2 took 8-19 us so, 35-58 us when the I/O thread
+  /// preempted the poller, 60-100 us without polling. Where each rank has a core of its own the
+  /// I/O thread keeps the process's priority (it reads for a caller that sleeps, and at nice 19
+  /// any other busy program on the core would hold it off), and a yield that comes back half a
+  /// millisecond late or more (another program took the core) stops the polling for 100 ms:
+  /// there a caller that sleeps is woken when its message comes, one that polls is not.
   /// Where rank 0 can judge from the ranks' CPUs whether they share cores (`cpus`), that
   /// judgement replaces `from_env`'s guess at the rendezvous (`spin_follows_cores`).
   std::chrono::microseconds spin{0};
