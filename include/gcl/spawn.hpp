@@ -90,6 +90,17 @@ requires std::invocable < F&, communicator<Transport>
   std::mutex failure_mutex;
   std::exception_ptr first_real, first_abort;
 
+  // The first failure of each kind is kept; a real one (not a release by the abort) aborts the
+  // group, releasing every other rank.
+  auto fail = [&](int rank, std::exception_ptr e) {
+    bool const abort = detail::is_abort(e);
+    {
+      std::lock_guard lock(failure_mutex);
+      auto& first = abort ? first_abort : first_real;
+      if (!first) first = e;
+    }
+    if (!abort) group.abort("rank " + std::to_string(rank) + " failed: " + detail::what_of(e));
+  };
   auto run_rank = [&](int rank) {
     try {
       struct arrival {
@@ -117,19 +128,20 @@ requires std::invocable < F&, communicator<Transport>
       // `where` is whole once every rank has arrived (each wrote its entry before).
       if (spread && !crowded && placed.load(std::memory_order_acquire) == n)
         detail::move_apart(rank, where);
-      if constexpr (returns)
-        results[static_cast<std::size_t>(rank)].emplace(std::invoke(f, comm));
-      else
-        std::invoke(f, comm);
-    } catch (...) {
-      auto e = std::current_exception();
-      bool abort = detail::is_abort(e);
-      {
-        std::lock_guard lock(failure_mutex);
-        auto& first = abort ? first_abort : first_real;
-        if (!first) first = e;
+      try {
+        if constexpr (returns)
+          results[static_cast<std::size_t>(rank)].emplace(std::invoke(f, comm));
+        else
+          std::invoke(f, comm);
+      } catch (...) {
+        // Kept, and the group aborted, while this rank's communicator is still alive: closing
+        // it tells the peers that this rank has ended its job, and a peer waiting for it would
+        // then fail with that (errc::peer_closed, a real error), perhaps before this rank's
+        // own error was kept, and spawn would rethrow the consequence for the cause.
+        fail(rank, std::current_exception());
       }
-      if (!abort) group.abort("rank " + std::to_string(rank) + " failed: " + detail::what_of(e));
+    } catch (...) {
+      fail(rank, std::current_exception());  // connect, or placing the thread, failed
     }
   };
   {
