@@ -102,6 +102,7 @@ requires std::invocable < F&, communicator<Transport>
     if (!abort) group.abort("rank " + std::to_string(rank) + " failed: " + detail::what_of(e));
   };
   auto run_rank = [&](int rank) {
+    bool kept = false;
     try {
       struct arrival {
         std::atomic<int>& placed;
@@ -135,13 +136,17 @@ requires std::invocable < F&, communicator<Transport>
           std::invoke(f, comm);
       } catch (...) {
         // Kept, and the group aborted, while this rank's communicator is still alive: closing
-        // it tells the peers that this rank has ended its job, and a peer waiting for it would
-        // then fail with that (errc::peer_closed, a real error), perhaps before this rank's
-        // own error was kept, and spawn would rethrow the consequence for the cause.
+        // it tells the peers that this rank has gone, and a peer waiting for it would then
+        // fail with that (errc::peer_closed, a real error), perhaps before this rank's own
+        // error was kept, and spawn would rethrow the consequence for the cause. Rethrown so
+        // that the communicator still closes while the exception unwinds: a transport that
+        // closes so knows its rank failed, not that it ended its job early.
         fail(rank, std::current_exception());
+        kept = true;
+        throw;
       }
     } catch (...) {
-      fail(rank, std::current_exception());  // connect, or placing the thread, failed
+      if (!kept) fail(rank, std::current_exception());  // connect, or placing the thread, failed
     }
   };
   {
