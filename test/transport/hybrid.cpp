@@ -620,35 +620,17 @@ BOOST_AUTO_TEST_CASE(a_killed_rank_is_named_on_both_hosts) {
       auto o = scaled(hosts);
       gcl::hybrid_transport::group g(4, o);
       std::vector<pid_t> pids;
-      for (int r = 0; r < 4; ++r) {
-        std::fflush(nullptr);
-        pid_t pid = ::fork();
-        if (pid == 0) {
-          int code = 0;
-          try {
-            gcl::communicator<gcl::hybrid_transport> comm(g.connect(r));
-            for (long it = 0;; ++it) {
-              std::vector<float> v(it % 2 == 0 ? 64 : 20000, 1.0f);
-              gcl::all_reduce(comm, v, gcl::sum{}, gcl::ring{});
-              if (v[0] != 4.0f) throw std::runtime_error("wrong sum");
-              if (it == 0) std::ofstream(dir.file(r, ".started")) << "1";
-            }
-          } catch (std::exception const& e) {
-            std::ofstream(dir.file(r, ".err")) << e.what();
-            code = 1;
-          }
-          ::_exit(code);
-        }
-        pids.push_back(pid);
-      }
       for (int r = 0; r < 4; ++r)
-        while (!std::filesystem::exists(dir.file(r, ".started"))) {
-          int status = 0;
-          if (::waitpid(pids[r], &status, WNOHANG) == pids[r])
-            BOOST_FAIL("rank " << r << " ended before it started: "
-                               << gcl_test::read_file(dir.file(r, ".err")));
-          std::this_thread::sleep_for(10ms);
-        }
+        pids.push_back(gcl_test::fork_rank(dir, r, [&] {
+          gcl::communicator<gcl::hybrid_transport> comm(g.connect(r));
+          for (long it = 0;; ++it) {
+            std::vector<float> v(it % 2 == 0 ? 64 : 20000, 1.0f);
+            gcl::all_reduce(comm, v, gcl::sum{}, gcl::ring{});
+            if (v[0] != 4.0f) throw std::runtime_error("wrong sum");
+            if (it == 0) std::ofstream(dir.file(r, ".started")) << "1";
+          }
+        }));
+      if (auto why = gcl_test::wait_until_started(dir, pids); !why.empty()) BOOST_FAIL(why);
       ::kill(pids[victim], SIGKILL);
       for (int r = 0; r < 4; ++r) {
         auto out = gcl_test::finish_rank(dir, pids[r], r);

@@ -790,8 +790,8 @@ BOOST_AUTO_TEST_CASE(abort_releases_a_blocked_rank) {
             try {
               comm.recv(1, v, gcl::tag{1});
             } catch (gcl::transport_error const& e) {
-              released = std::string(e.code() == gcl::errc::aborted ? "aborted|" : "other|") +
-                         e.what();
+              released =
+                  std::string(e.code() == gcl::errc::aborted ? "aborted|" : "other|") + e.what();
               throw;
             }
           },

@@ -55,14 +55,7 @@ std::vector<pid_t> start_loop(gcl_test::temp_dir const& dir, int size, std::size
       }
       return std::string();
     }));
-  for (int r = 0; r < size; ++r)
-    while (!std::filesystem::exists(dir.file(r, ".started"))) {
-      int status = 0;
-      if (::waitpid(pids[r], &status, WNOHANG) == pids[r])
-        BOOST_FAIL("rank " << r << " ended before it started: "
-                           << gcl_test::read_file(dir.file(r, ".err")));
-      std::this_thread::sleep_for(10ms);
-    }
+  if (auto why = gcl_test::wait_until_started(dir, pids); !why.empty()) BOOST_FAIL(why);
   return pids;
 }
 

@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
@@ -23,6 +24,7 @@
 #include <random>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace gcl_test {
@@ -63,23 +65,15 @@ struct rank_outcome {
   bool exited_with(int code) const { return WIFEXITED(status) && WEXITSTATUS(status) == code; }
 };
 
-// Starts rank `rank` of a job: a child process that runs f and _exits (0, or 1 after an
-// exception). Returns its pid.
-inline pid_t start_rank(
-    temp_dir const& dir, gcl::shm_options o, int rank,
-    std::function<std::string(gcl::communicator<gcl::shm_transport>&)> const& f) {
+// Forks a child process that runs `body` as rank `rank` and _exits: 0, or 1 after writing what
+// it threw to <rank>.err (2 for what is not a std::exception). Returns its pid.
+inline pid_t fork_rank(temp_dir const& dir, int rank, std::function<void()> const& body) {
   std::fflush(nullptr);
   pid_t pid = ::fork();
   if (pid != 0) return pid;
   int code = 0;
   try {
-    o.rank = rank;
-    std::string out;
-    {
-      gcl::communicator<gcl::shm_transport> comm(gcl::shm_transport{o});
-      out = f(comm);
-    }
-    std::ofstream(dir.file(rank, ".out"), std::ios::binary) << out;
+    body();
   } catch (std::exception const& e) {
     std::ofstream(dir.file(rank, ".err")) << e.what();
     code = 1;
@@ -87,6 +81,37 @@ inline pid_t start_rank(
     code = 2;
   }
   ::_exit(code);
+}
+
+// Starts rank `rank` of a job: a child process that runs f and _exits (0, or 1 after an
+// exception). Returns its pid.
+inline pid_t start_rank(
+    temp_dir const& dir, gcl::shm_options o, int rank,
+    std::function<std::string(gcl::communicator<gcl::shm_transport>&)> const& f) {
+  return fork_rank(dir, rank, [&] {
+    o.rank = rank;
+    std::string out;
+    {
+      gcl::communicator<gcl::shm_transport> comm(gcl::shm_transport{o});
+      out = f(comm);
+    }
+    std::ofstream(dir.file(rank, ".out"), std::ios::binary) << out;
+  });
+}
+
+// Waits until every rank of `pids` has written <rank>.started; "" then, else what the first
+// rank that ended before it did said ("rank 2 ended before it started: ..."). A rank that
+// neither starts nor ends is the ctest timeout's.
+inline std::string wait_until_started(temp_dir const& dir, std::vector<pid_t> const& pids) {
+  for (std::size_t r = 0; r < pids.size(); ++r)
+    while (!std::filesystem::exists(dir.file(static_cast<int>(r), ".started"))) {
+      int status = 0;
+      if (::waitpid(pids[r], &status, WNOHANG) == pids[r])
+        return "rank " + std::to_string(r) +
+               " ended before it started: " + read_file(dir.file(static_cast<int>(r), ".err"));
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  return {};
 }
 
 inline rank_outcome finish_rank(temp_dir const& dir, pid_t pid, int rank) {

@@ -12,8 +12,6 @@
 
 #include <signal.h>
 #include <sys/resource.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <array>
@@ -621,9 +619,9 @@ BOOST_AUTO_TEST_CASE(a_failure_that_comes_in_while_a_rank_asks_its_peers_is_what
   // down, blamed ranks that had not answered only because rank 1's failure had ended them).
   gcl_test::temp_dir dir;
   tcp_transport::group g(3, quick(2500ms));  // rank 0's timeout
-  auto run = [&](int r) {
-    int code = 0;
-    try {
+  std::vector<pid_t> pids;
+  for (int r = 0; r < 3; ++r)
+    pids.push_back(gcl_test::fork_rank(dir, r, [&] {
       auto o = g.options();
       o.rank = r;
       o.timeout = 2s;
@@ -634,27 +632,8 @@ BOOST_AUTO_TEST_CASE(a_failure_that_comes_in_while_a_rank_asks_its_peers_is_what
         if (v[0] != 3.0f) throw std::runtime_error("wrong sum");
         if (it == 0) std::ofstream(dir.file(r, ".started")) << "1";
       }
-    } catch (std::exception const& e) {
-      std::ofstream(dir.file(r, ".err")) << e.what();
-      code = 1;
-    }
-    ::_exit(code);
-  };
-  std::vector<pid_t> pids;
-  for (int r = 0; r < 3; ++r) {
-    std::fflush(nullptr);
-    pid_t pid = ::fork();
-    if (pid == 0) run(r);
-    pids.push_back(pid);
-  }
-  for (int r = 0; r < 3; ++r)
-    while (!std::filesystem::exists(dir.file(r, ".started"))) {
-      int status = 0;
-      if (::waitpid(pids[r], &status, WNOHANG) == pids[r])
-        BOOST_FAIL("rank " << r << " ended before it started: "
-                           << gcl_test::read_file(dir.file(r, ".err")));
-      std::this_thread::sleep_for(10ms);
-    }
+    }));
+  if (auto why = gcl_test::wait_until_started(dir, pids); !why.empty()) BOOST_FAIL(why);
   ::kill(pids[2], SIGSTOP);
   auto rank1 = gcl_test::finish_rank(dir, pids[1], 1);
   auto rank0 = gcl_test::finish_rank(dir, pids[0], 0);
