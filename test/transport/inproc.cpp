@@ -473,6 +473,45 @@ BOOST_AUTO_TEST_CASE(the_staging_ring_hands_out_room_in_turn_and_takes_it_back_w
   BOOST_TEST(send(quarter) == nullptr);  // the third and fourth are not consumed
 }
 
+// The receiver passes every cell it consumed out of order once it consumes the ones before
+// them, and only those: the front stops at the first message it has not consumed, whatever
+// the order (inproc_channel::consume reads the cells after the first only while some were
+// consumed out of order).
+BOOST_AUTO_TEST_CASE(the_front_passes_the_cells_consumed_out_of_order_once_it_reaches_them) {
+  using cell = gcl::detail::inproc_cell;
+  gcl::detail::inproc_channel ch(4, cell::bytes_in_cell, 64 * 1024);
+  auto send = [&](int k) {
+    auto& c = ch.next(1);
+    c.size = 1;
+    c.inline_bytes()[0] = static_cast<std::byte>(k);
+    c.bytes = c.inline_bytes();
+    ch.publish(cell::ready);
+  };
+  auto mark = [](cell const* c) { return c == nullptr ? -1 : static_cast<int>(c->bytes[0]); };
+  auto nth = [&](int n) {
+    cell* c = ch.first();
+    for (int i = 0; i < n; ++i) c = gcl::detail::inproc_channel::after(c);
+    return c;
+  };
+  for (int round = 0; round < 3; ++round) {  // the cells of three batches, then reused
+    int const b = round * 10;
+    for (int k = 1; k <= 6; ++k) send(b + k);
+    ch.consume(*nth(1));  // message 2
+    ch.consume(*nth(3));  // message 4
+    BOOST_TEST(mark(ch.first()) == b + 1);
+    ch.consume(*ch.first());  // 1, and 2 behind it
+    BOOST_TEST(mark(ch.first()) == b + 3);
+    ch.consume(*nth(2));      // 5, with 4 consumed between
+    ch.consume(*ch.first());  // 3, 4 and 5
+    BOOST_TEST(mark(ch.first()) == b + 6);
+    send(b + 7);
+    ch.consume(*ch.first());  // 6, in order
+    BOOST_TEST(mark(ch.first()) == b + 7);
+    ch.consume(*ch.first());
+    BOOST_TEST(mark(ch.first()) == -1);
+  }
+}
+
 // A cell holds its channel's inline bytes from its first line on, past the end of the cell
 // itself: every message up to that many bytes is in its cell, at the address the receiver
 // polls, a larger one in a lent buffer; written whole, cell after cell (new cells and reused

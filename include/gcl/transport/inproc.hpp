@@ -826,21 +826,30 @@ class inproc_transport {
     }
   }
 
-  // The first send or receive of a collective: check_arrivals, once (set_call says why there).
+  // The first send or receive of a collective: check_arrivals, once (set_call says why there),
+  // of the first message from each peer. Looking past it reads the cell after the last
+  // message, which its sender has just emptied for the next: a cache miss on every call that
+  // the rank waits out before its first message. Measured at P = 2, all_reduce back to back
+  // between two bound threads, medians of 20,000 calls, four runs of each interleaved (with
+  // consume()'s prefetch in both): 4 B 0.48-0.50 us against 0.50-0.53, 32 B to 512 B level.
+  // The messages behind the first are checked where the rank waits (await) and when its
+  // transport ends: as a message may arrive just after any look, no look is the only chance
+  // to see it.
   void check_arrivals_if_due() {
     if (!arrivals_due_) return;
     arrivals_due_ = false;
-    check_arrivals();
+    check_arrivals(true);
   }
 
-  // Holding no lock: the messages that have arrived for this rank, checked against its own
-  // calls. One of a collective this rank is in under another call, or finished without reading
-  // it, is a disagreement about the call: ends the group with errc::mismatch.
-  void check_arrivals() {
+  // Holding no lock: the messages that have arrived for this rank (with `first_only`, the
+  // first from each peer), checked against its own calls. One of a collective this rank is in
+  // under another call, or finished without reading it, is a disagreement about the call: ends
+  // the group with errc::mismatch.
+  void check_arrivals(bool first_only = false) {
     auto const& mine = world_->rank(rank_).progress;  // written only by this thread
     for (int r = 0; r < world_->size(); ++r)
       for (auto* c = world_->channel(r, rank_).first(); c != nullptr;
-           c = detail::inproc_channel::after(c)) {
+           c = first_only ? nullptr : detail::inproc_channel::after(c)) {
         if (c->consumed || c->kind == call_kind::point_to_point) continue;
         // This rank's current call, or a later one: nothing to say yet (without reading the
         // message's second cache line).

@@ -32,6 +32,7 @@
 
 #include "../../call_info.hpp"
 #include "../../detail/demote_line.hpp"
+#include "../../detail/prefetch_line.hpp"
 
 namespace gcl::detail {
 
@@ -265,14 +266,33 @@ class inproc_channel {
 
   /// The receiver is done with `c`: if it is the first, the front passes it (and every
   /// consumed cell after it), so the sender may reuse them; otherwise it is marked consumed.
+  ///
+  /// The cells after the first are read only when some were consumed out of order: the cell
+  /// after the last message is the one its sender emptied for the next, a line in the sender's
+  /// core, and reading it to learn that it is not consumed stalled the receiver on a cache miss
+  /// at every message. Its line is prefetched instead (the read without the stall): the next
+  /// message goes there, and without that early look the messages above the first line's 16
+  /// bytes took longer. Measured at P = 2, all_reduce back to back between two threads bound
+  /// to the two cores, medians of 20,000 calls, four runs of each build interleaved, on the
+  /// AMD EPYC host of 2026-12-05 in both of its states (a cache line's round trip between the
+  /// cores 445 ns, then 100 ns), against reading the cell: 4 B 0.52-0.54 us against 0.65-0.67,
+  /// and 0.22-0.23 against 0.24-0.25; 32 B to 512 B 0.63-0.70 against 0.64-0.77, and 0.24-0.28
+  /// against 0.26-0.29. Neither reading the cell nor prefetching it: 4 B 0.53-0.57 and
+  /// 0.20-0.21, but 32 B to 512 B 0.74-0.81 and 0.26-0.29.
   void consume(inproc_cell& c) {
     inproc_cell* f = front_.load(std::memory_order_relaxed);
     if (f != &c) {
       c.consumed = true;
+      ++consumed_ahead_;
       return;
     }
-    do f = f->next;
-    while (f->consumed && f->state.load(std::memory_order_acquire) != inproc_cell::empty);
+    f = f->next;
+    prefetch_line(&f->state);
+    while (consumed_ahead_ > 0 && f->consumed &&
+           f->state.load(std::memory_order_acquire) != inproc_cell::empty) {
+      --consumed_ahead_;
+      f = f->next;
+    }
     front_.store(f, std::memory_order_release);
   }
 
@@ -378,6 +398,8 @@ class inproc_channel {
   // The receiver's: the first cell not passed (published or not). Its own cache line: the
   // sender reads it only when it runs out of cells to reuse.
   alignas(64) std::atomic<inproc_cell*> front_;
+  // The receiver's: cells after the front that it has consumed out of order (see consume()).
+  std::size_t consumed_ahead_ = 0;
   // The sender's: every cell, oldest (reusable once behind the front) to next (to fill).
   alignas(64) inproc_cell* oldest_;
   inproc_cell* next_;
