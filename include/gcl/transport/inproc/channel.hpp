@@ -275,10 +275,10 @@ class inproc_channel {
   /// bytes took longer. Measured at P = 2, all_reduce back to back between two threads bound
   /// to the two cores, medians of 20,000 calls, four runs of each build interleaved, on the
   /// AMD EPYC host of 2026-12-05 in both of its states (a cache line's round trip between the
-  /// cores 445 ns, then 100 ns), against reading the cell: 4 B 0.52-0.54 us against 0.65-0.67,
-  /// and 0.22-0.23 against 0.24-0.25; 32 B to 512 B 0.63-0.70 against 0.64-0.77, and 0.24-0.28
-  /// against 0.26-0.29. Neither reading the cell nor prefetching it: 4 B 0.53-0.57 and
-  /// 0.20-0.21, but 32 B to 512 B 0.74-0.81 and 0.26-0.29.
+  /// cores 445 ns, then 100 ns), against reading the cell: 4 B 0.48-0.54 us against 0.60-0.67,
+  /// and 0.21-0.23 against 0.23-0.25; 32 B to 512 B 0.60-0.70 against 0.60-0.77, and 0.24-0.28
+  /// against 0.24-0.29. Neither reading the cell nor prefetching it: 4 B 0.53-0.57 and
+  /// 0.18-0.21, but 32 B to 512 B 0.74-0.81 and 0.25-0.29.
   void consume(inproc_cell& c) {
     inproc_cell* f = front_.load(std::memory_order_relaxed);
     if (f != &c) {
