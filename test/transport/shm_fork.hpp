@@ -83,8 +83,8 @@ inline pid_t fork_rank(temp_dir const& dir, int rank, std::function<void()> cons
   ::_exit(code);
 }
 
-// Starts rank `rank` of a job: a child process that runs f and _exits (0, or 1 after an
-// exception). Returns its pid.
+// Starts rank `rank` of a job (fork_rank): a child process that runs f on an shm communicator,
+// writes what f returns to <rank>.out and _exits. Returns its pid.
 inline pid_t start_rank(
     temp_dir const& dir, gcl::shm_options o, int rank,
     std::function<std::string(gcl::communicator<gcl::shm_transport>&)> const& f) {
