@@ -7,7 +7,10 @@
 //  - loopback TCP throughput (loopback.hpp): one connection one way, and two connections in
 //    opposite directions at once (duplex, GB/s per direction), the ceiling of a ring's steps;
 //  - a cache line's round trip between two cores (line_round_trip.hpp), the floor of a small
-//    message between threads and its answer (column ns; the GB/s columns empty).
+//    message between threads and its answer (column ns; the GB/s columns empty);
+//  - a switch between tasks sharing one core (switch_cost.hpp), threads of one process and
+//    processes, 2 and 4 tasks on the core ("threads" column), the floor of a small message
+//    where ranks outnumber the cores (column ns).
 //
 //   benchmark/machine_limits --bytes 64M --threads 2 --tcp-bytes 1G
 
@@ -30,6 +33,7 @@
 #include "cross_memory.hpp"
 #include "line_round_trip.hpp"
 #include "loopback.hpp"
+#include "switch_cost.hpp"
 
 namespace {
 
@@ -74,7 +78,7 @@ int main(int argc, char** argv) {
   CLI::App app{
       "Machine limits: memcpy bandwidth per thread count, cross-memory attach (process_vm_readv) "
       "between two processes, loopback TCP throughput one way and both ways at once, a cache "
-      "line's round trip between two cores"};
+      "line's round trip between two cores, a switch between tasks sharing one core"};
   gcl_cli::setup(app, "machine_limits");
   std::size_t b = std::size_t{256} << 20, tb = std::size_t{2} << 30;
   int threads = 2, reps = 5;
@@ -109,6 +113,26 @@ int main(int argc, char** argv) {
     } else {
       std::fprintf(stderr, "cache line round trip: fewer than two CPUs to pin to (no row)\n");
     }
+    // Before any other thread of this process exists (it forks). 20,000 switches a round:
+    // 0.05 to 0.2 s where a switch takes 2.5 to 10 us.
+    for (auto const kind :
+         {bench::switch_cost::tasks_are::threads, bench::switch_cost::tasks_are::processes})
+      for (int const tasks : {2, 4}) {
+        bool const between_threads = kind == bench::switch_cost::tasks_are::threads;
+        char const* const name = between_threads ? "switch_threads" : "switch_processes";
+        if (auto ns = bench::switch_cost::nanoseconds(kind, tasks, 20000, reps)) {
+          if (csv)
+            std::printf("%s,%d,,,,%.1f\n", name, tasks, *ns);
+          else
+            std::printf(
+                "  %-28s %7d %10s %14s %16s %8.1f\n",
+                between_threads ? "switch, threads of 1 core" : "switch, processes of 1 core",
+                tasks, "", "", "", *ns);
+          std::fflush(stdout);
+        } else {
+          std::fprintf(stderr, "%s: tasks could not be started or pinned (no row)\n", name);
+        }
+      }
     for (int t = 1; t <= threads; ++t) {
       double r = copy_bandwidth(b, t, reps);
       if (csv)

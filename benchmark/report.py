@@ -155,6 +155,15 @@ def limit(rows, test):
     return None
 
 
+def switch_us(rows, test, tasks):
+    """Microseconds per switch of a machine_limits switch test with `tasks` tasks on one core,
+    or None."""
+    for r in rows:
+        if r["test"] == test and int(r["threads"]) == tasks and r.get("ns"):
+            return float(r["ns"]) / 1000
+    return None
+
+
 def main():
     global DATDIR
     ap = Parser(prog="report.py", description="Writes doc/benchmarks.md and its plots from the "
@@ -262,6 +271,31 @@ def main():
             w(f"two cores passing a counter through one line): **{float(trip['ns']):.0f} ns**, the least")
             w("that a small message between threads and its answer can cost; a back-to-back all_reduce")
             w("of a few bytes at P = 2 moves a line each way per call.")
+            w("")
+        switches = {(kind, n): switch_us(limits, f"switch_{kind}", n)
+                    for kind in ("threads", "processes") for n in (2, 4)}
+        if all(v is not None for v in switches.values()):
+            found = re.search(r"(\d+) cores", meta.get("machine", ""))
+            cores = int(found.group(1)) if found else None
+            w("A switch between tasks sharing one core (`switch_threads`, `switch_processes`, benchmark/")
+            w("switch_cost.hpp: 2 or 4 tasks pinned to one CPU hand it round by `sched_yield`): between")
+            w(f"threads **{switches['threads', 2]:.1f} us** (2 tasks) and **{switches['threads', 4]:.1f} us** (4),")
+            w(f"between processes **{switches['processes', 2]:.1f} us** and **{switches['processes', 4]:.1f} us**.")
+            w("Where ranks outnumber the cores, a back-to-back call of a few bytes ends only when every")
+            w("rank has run once more, so each core switches at least as many times a call as it has")
+            tail = "ranks, whatever the transport does between them"
+            if cores:
+                floors = []
+                for per_core in (2, 4):
+                    p = per_core * cores
+                    if p in ranks:
+                        floors.append(f"at P = {p} on {cores} cores, {per_core} x {switches['processes', per_core]:.1f}"
+                                      f" = {per_core * switches['processes', per_core]:.0f} us a call for processes"
+                                      f" (gcl shm, Open MPI) against {per_core} x {switches['threads', per_core]:.1f}"
+                                      f" = {per_core * switches['threads', per_core]:.0f} us for threads (gcl inproc)")
+                if floors:
+                    tail += ": " + "; ".join(floors)
+            w(tail + ".")
             w("")
 
     summary = []

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # gcl side by side with Open MPI and Gloo, in one run: installs what it needs (apt-get, only
 # what is missing), builds the benchmarks in Release, measures the machine's limits (memcpy,
-# loopback TCP one way and duplex), then for P = 2 and 4 and every repetition runs, one after
+# loopback TCP one way and duplex, a cache line's round trip, a switch between threads and
+# between processes sharing a core), then for P = 2 and 4 and every repetition runs, one after
 # the other so that they share the machine's state:
 #   gcl inproc (threads)                     vs  Open MPI shared memory (--mca btl self,vader)
 #   gcl shm (tools/gcl-launch, 1 proc/rank)  vs  Open MPI shared memory, and gcl's threads

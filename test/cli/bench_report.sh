@@ -34,13 +34,19 @@ sweep r2_all_reduce_p2_vader vader "Open MPI" ""
 sweep r3_all_reduce_p2_vader vader "Open MPI" "4:2"
 sweep r4_all_reduce_p2_vader vader "Open MPI" "4:4"
 
-# machine_limits' rows: a bandwidth, and the line's round trip, a latency (column ns only),
-# which goes in a sentence of its own, not in the table of GB/s.
+# machine_limits' rows: a bandwidth, and the line's round trip and the switches, latencies
+# (column ns only), which go in sentences of their own, not in the table of GB/s. On one core
+# the sweeps' P = 2 is two ranks a core: the floor of a call is two switches.
 cat >"$tmp/res/limits.csv" <<'CSV'
 test,threads,bytes,GBps_copied,GBps_traffic,ns
 line_round_trip,2,64,,,123.4
+switch_threads,2,,,,2000.0
+switch_threads,4,,,,2500.0
+switch_processes,2,,,,5000.0
+switch_processes,4,,,,9000.0
 memcpy,1,268435456,5.850,11.700,
 CSV
+echo "machine=vm, 1 cores visible" >"$tmp/res/meta.txt"
 
 python3 "$src/benchmark/report.py" "$tmp/res" "$tmp/doc.md" "$tmp/img" >"$tmp/out" 2>&1 ||
   fail "report.py failed: $(cat "$tmp/out")"
@@ -53,9 +59,18 @@ grep -q '^| memcpy | 1 | 256 MiB | 5.85 | 11.70 |' "$tmp/doc.md" || fail "no mem
 grep -q '^| line_round_trip' "$tmp/doc.md" && fail "the round trip, a latency, is a row of GB/s"
 grep -q 'passing a counter through one line.*\*\*123 ns\*\*' "$tmp/doc.md" ||
   fail "the round trip's 123 ns is not said: $(grep -i -A1 'round trip between two cores' "$tmp/doc.md")"
+grep -q '^| switch_' "$tmp/doc.md" && fail "a switch, a latency, is a row of GB/s"
+switches=$(grep -A6 '^A switch between tasks' "$tmp/doc.md" | tr '\n' ' ')
+[[ $switches == *"threads **2.0 us** (2 tasks) and **2.5 us** (4)"* &&
+  $switches == *"processes **5.0 us** and **9.0 us**"* ]] ||
+  fail "the switches' 2.0, 2.5, 5.0 and 9.0 us are not said: $switches"
+[[ $switches == *"at P = 2 on 1 cores, 2 x 5.0 = 10 us a call for processes"* &&
+  $switches == *"against 2 x 2.0 = 4 us for threads"* ]] ||
+  fail "the floor of a call at P = 2 on one core (two switches) is not said: $switches"
 
 if ((failures)); then
   exit 1
 fi
 echo "report.py: ratios of the medians, with the repetitions' range where two or more pair up;"
-echo "the machine's limits, a latency apart from the bandwidths"
+echo "the machine's limits, the latencies apart from the bandwidths, and the floor of a call where"
+echo "ranks share a core"
