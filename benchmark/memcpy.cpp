@@ -113,7 +113,7 @@ int main(int argc, char** argv) {
     } else {
       std::fprintf(stderr, "cache line round trip: fewer than two CPUs to pin to (no row)\n");
     }
-    // Before any other thread of this process exists (it forks). 20,000 switches a round:
+    // While no other thread of this process runs (it forks). 20,000 switches a round:
     // 0.05 to 0.2 s where a switch takes 2.5 to 10 us.
     for (auto const kind :
          {bench::switch_cost::tasks_are::threads, bench::switch_cost::tasks_are::processes})

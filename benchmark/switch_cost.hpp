@@ -25,6 +25,7 @@
 #include <cstdint>
 #include <new>
 #include <optional>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -98,13 +99,20 @@ inline std::optional<double> one_round(tasks_are kind, int tasks, std::uint64_t 
   auto* r = new (mem) ring{};
   bool ok = true;
   if (kind == tasks_are::threads) {
-    std::vector<std::thread> pool;
     std::atomic<bool> all_pinned{true};
-    for (int t = 0; t < tasks; ++t)
-      pool.emplace_back([&, t] {
-        if (!take_turns(*r, t, tasks, cpu, target)) all_pinned = false;
-      });
-    for (auto& t : pool) t.join();
+    {
+      std::vector<std::jthread> pool;  // joined on every way out of this block
+      try {
+        for (int t = 0; t < tasks; ++t)
+          pool.emplace_back([&, t] {
+            if (!take_turns(*r, t, tasks, cpu, target)) all_pinned = false;
+          });
+      } catch (std::system_error const&) {  // a thread could not be started
+        all_pinned = false;
+        r->stop.store(true);
+        r->ready.store(tasks);  // no task waits for the one that was not started
+      }
+    }
     ok = all_pinned;
   } else {
     std::vector<pid_t> children;
