@@ -76,12 +76,15 @@ inline bool take_turns(ring& r, int me, int tasks, int cpu, std::uint64_t target
   while (r.ready.load() < tasks && now_ns() < give_up) sched_yield();
   while (!r.stop.load(std::memory_order_relaxed)) {
     // Only one task of the CPU runs at a time: the read and the write need not be one step.
+    bool done = false;
     if (r.last.load(std::memory_order_relaxed) != me) {
       r.last.store(me, std::memory_order_relaxed);
-      if (r.switches.fetch_add(1, std::memory_order_relaxed) + 1 >= target || now_ns() >= give_up) {
-        r.stop_ns.store(now_ns());
-        r.stop.store(true);
-      }
+      done = r.switches.fetch_add(1, std::memory_order_relaxed) + 1 >= target;
+    }
+    // Also when this task is the only one left running (the others died or never started).
+    if (done || now_ns() >= give_up) {
+      r.stop_ns.store(now_ns());
+      r.stop.store(true);
     }
     sched_yield();
   }
