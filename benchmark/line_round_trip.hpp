@@ -21,6 +21,7 @@
 #include <utility>
 #include <vector>
 
+#include "bind.hpp"
 #include "common.hpp"
 
 namespace bench::line_round_trip {
@@ -29,21 +30,9 @@ namespace detail {
 
 // The first two CPUs this thread may run on, or nothing when it may run on fewer.
 inline std::optional<std::pair<int, int>> two_cpus() {
-  cpu_set_t allowed;
-  CPU_ZERO(&allowed);
-  if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) return std::nullopt;
-  std::vector<int> cpus;
-  for (int c = 0; c < CPU_SETSIZE && cpus.size() < 2; ++c)
-    if (CPU_ISSET(c, &allowed)) cpus.push_back(c);
+  auto const cpus = bench::detail::allowed_cpus();
   if (cpus.size() < 2) return std::nullopt;
   return std::pair(cpus[0], cpus[1]);
-}
-
-inline void pin(int cpu) {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  CPU_SET(cpu, &set);
-  pthread_setaffinity_np(pthread_self(), sizeof set, &set);  // best effort
 }
 
 }  // namespace detail
@@ -69,7 +58,7 @@ inline std::optional<double> nanoseconds(int rounds, int reps) {
     double seconds = 0;
     std::atomic<bool> answering{false};  // on a line of its own: the stack frame, not `shared`
     std::jthread answerer([&, start, end] {
-      detail::pin(cpus->second);
+      bench::detail::pin_to(cpus->second);  // best effort
       answering.store(true, std::memory_order_release);
       for (std::uint64_t n = start + 1; n < end; n += 2) {
         while (v.load(std::memory_order_acquire) != n - 1) {
@@ -78,7 +67,7 @@ inline std::optional<double> nanoseconds(int rounds, int reps) {
       }
     });
     std::jthread asker([&, start, end] {
-      detail::pin(cpus->first);
+      bench::detail::pin_to(cpus->first);
       // Timed once the answerer runs on its core, not from its thread's start.
       while (!answering.load(std::memory_order_acquire)) {
       }

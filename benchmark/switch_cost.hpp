@@ -29,6 +29,7 @@
 #include <thread>
 #include <vector>
 
+#include "bind.hpp"
 #include "common.hpp"
 
 namespace bench::switch_cost {
@@ -53,24 +54,10 @@ inline std::int64_t now_ns() {
       .count();
 }
 
-// The first CPU this task may run on, or -1.
-inline int first_cpu() {
-  cpu_set_t allowed;
-  CPU_ZERO(&allowed);
-  if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) return -1;
-  for (int c = 0; c < CPU_SETSIZE; ++c)
-    if (CPU_ISSET(c, &allowed)) return c;
-  return -1;
-}
-
 // One task: pinned to `cpu`, it yields until the ring has switched `target` times (or, should
 // a task be lost, for 10 s at most: never a hang). True when it could pin itself.
 inline bool take_turns(ring& r, int me, int tasks, int cpu, std::uint64_t target) {
-  cpu_set_t one;
-  CPU_ZERO(&one);
-  CPU_SET(cpu, &one);
-  // sched_setaffinity(0) pins the calling thread only, a thread or a process alike.
-  bool const pinned = sched_setaffinity(0, sizeof one, &one) == 0;
+  bool const pinned = bench::detail::pin_to(cpu);
   if (r.ready.fetch_add(1) + 1 == tasks) r.start_ns.store(now_ns());
   auto const give_up = now_ns() + std::int64_t{10'000'000'000};
   while (r.ready.load() < tasks && now_ns() < give_up) sched_yield();
@@ -94,8 +81,9 @@ inline bool take_turns(ring& r, int me, int tasks, int cpu, std::uint64_t target
 // Nanoseconds per switch of one round of `tasks` tasks, or nothing when they could not be
 // started or pinned.
 inline std::optional<double> one_round(tasks_are kind, int tasks, std::uint64_t target) {
-  int const cpu = first_cpu();
-  if (cpu < 0) return std::nullopt;
+  auto const cpus = bench::detail::allowed_cpus();
+  if (cpus.empty()) return std::nullopt;
+  int const cpu = cpus.front();
   void* mem =
       mmap(nullptr, sizeof(ring), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (mem == MAP_FAILED) return std::nullopt;
