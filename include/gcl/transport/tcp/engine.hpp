@@ -367,7 +367,12 @@ class tcp_impl {
       int& w;
       ~reset_waiting() { w = -1; }
     } reset{waiting_for_};
+    bool timed_out_quietly = false;  // the last wait ended at its time limit, with no event
     for (;;) {
+      // Every event from here on ends the wait below at once: what the checks that follow
+      // miss (a frame this thread's own pump queues, a failure another peer reports while it
+      // reads) is news to it, even if it came before the wait began.
+      auto const seen = events_.load(std::memory_order_relaxed);
       if (pr.st == tcp_posted_recv::done) return;
       if (pr.st != tcp_posted_recv::claimed) {
         if (unusable()) {
@@ -376,6 +381,16 @@ class tcp_impl {
         }
         auto it = inbox_.find(k);
         if (it != inbox_.end() && !it->second.empty()) {
+          // Queued before a wait that no event ended: the wait slept though the message was
+          // there, until its time limit (the status queries' timer or the deadline). A bug of
+          // this transport's, which cost a zero-byte message up to 100 ms until 2026-12-06 (the
+          // first barrier of nearly every job); said, so that it cannot come back unseen.
+          if (timed_out_quietly)
+            detail::log(log_level::warning,
+                        prefix() + "recv from " + peer_at(peer).where + " (" + tag_text(tg) + ", " +
+                            describe(call_) +
+                            "): slept though its message had arrived, until a timer woke it "
+                            "(a missed wake-up in gcl's TCP transport: please report it)");
           unpost(lock, pr);
           take_queued(lock, it->second, peer, tg, in);
           return;
@@ -447,7 +462,7 @@ class tcp_impl {
           if (!in_time) spin_until = now;  // sleeps from now on (polling_until)
           continue;
         }
-        await(lock, spin_until, std::min(deadline, next_query));
+        timed_out_quietly = !await(lock, spin_until, std::min(deadline, next_query), seen);
         continue;  // re-checks everything above
       }
       auto stall = stall_report(lock);
@@ -718,15 +733,17 @@ class tcp_impl {
     return now < no_polling_until_ ? now : now + o_.spin;
   }
 
-  // Under mutex_, on the caller's thread: returns after the next notify() (or spuriously), or
-  // at `until`. Waking a sleeping thread costs tens of microseconds (a futex call and a
-  // reschedule), more than a small message's whole trip, so until `spin_until` it polls
+  // Under mutex_, on the caller's thread: returns once events_ differs from `seen` (the count
+  // the caller read before its last look at what it waits for: at once if it already
+  // differs), or at `until`. Waking a sleeping thread costs tens of microseconds (a futex call
+  // and a reschedule), more than a small message's whole trip, so until `spin_until` it polls
   // events_ without the lock instead, yielding the core on every round (a rank that shares
   // the core, or this rank's own I/O thread, gets to run), as inproc_transport does. Every
   // event is counted under the lock, so one that happens before the sleep is never missed.
-  void await(std::unique_lock<std::mutex>& lock, std::chrono::steady_clock::time_point spin_until,
-             std::chrono::steady_clock::time_point until) {
-    auto const seen = events_.load(std::memory_order_relaxed);
+  // True if an event ended it (or a spurious wake-up of the sleep), false if `until` did.
+  bool await(std::unique_lock<std::mutex>& lock, std::chrono::steady_clock::time_point spin_until,
+             std::chrono::steady_clock::time_point until, std::uint32_t seen) {
+    if (events_.load(std::memory_order_relaxed) != seen) return true;
     auto const poll_until = std::min(spin_until, until);
     if (std::chrono::steady_clock::now() < poll_until) {
       lock.unlock();
@@ -737,9 +754,15 @@ class tcp_impl {
       // Not lock(): the notifier may still hold the mutex, and a contended std::mutex sleeps in
       // the kernel at once, which costs the very wake-up that polling is here to avoid.
       while (!lock.try_lock()) std::this_thread::yield();
-      if (news || events_.load(std::memory_order_relaxed) != seen) return;
+      if (news || events_.load(std::memory_order_relaxed) != seen) return true;
     }
     sleep_until(lock, until);
+    return events_.load(std::memory_order_relaxed) != seen ||
+           std::chrono::steady_clock::now() < until;
+  }
+  void await(std::unique_lock<std::mutex>& lock, std::chrono::steady_clock::time_point spin_until,
+             std::chrono::steady_clock::time_point until) {
+    await(lock, spin_until, until, events_.load(std::memory_order_relaxed));
   }
 
   // Under mutex_, on the caller's thread: changed_.wait_until. A sleeping caller posts no
