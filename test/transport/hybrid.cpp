@@ -17,6 +17,7 @@
 
 #include <gcl/algorithm/by_size.hpp>
 #include <gcl/algorithm/halving_doubling.hpp>
+#include <gcl/algorithm/parameter_server.hpp>
 #include <gcl/algorithm/recursive_doubling.hpp>
 #include <gcl/algorithm/ring.hpp>
 #include <gcl/algorithm/tree.hpp>
@@ -254,13 +255,16 @@ BOOST_AUTO_TEST_CASE(counting_counts_as_on_inproc) {
 
 // The default all_reduce takes shm's sizes when every peer is reached through shared memory,
 // TCP's when a link crosses hosts: at 32 KiB, halving-doubling on one host (shm's thresholds;
-// the binomial tree where the four ranks outnumber the host's CPUs), recursive doubling across
-// two (TCP's). Counted, against each algorithm named outright.
+// the binomial tree where the four ranks outnumber the host's CPUs, the parameter server where
+// they are two or more to a CPU), recursive doubling across two (TCP's). Counted, against each
+// algorithm named outright.
 BOOST_AUTO_TEST_CASE(the_default_all_reduce_follows_the_paths) {
   static_assert(gcl::shm_transport::default_all_reduce.recursive_doubling_below <= 32 * 1024 &&
                 32 * 1024 < gcl::shm_transport::default_all_reduce.ring_from);
   static_assert(gcl::shm_transport::default_all_reduce.tree_from_if_cores_shared <= 32 * 1024 &&
                 32 * 1024 < gcl::shm_transport::default_all_reduce.tree_below_if_cores_shared);
+  static_assert(32 * 1024 <
+                gcl::shm_transport::default_all_reduce.parameter_server_below_if_cores_crowded);
   static_assert(32 * 1024 < gcl::tcp_transport::default_all_reduce.recursive_doubling_below);
   auto stats = [](std::vector<int> hosts, auto alg) {
     auto out = gcl::spawn<gcl::counting<gcl::hybrid_transport>>(
@@ -295,9 +299,10 @@ BOOST_AUTO_TEST_CASE(the_default_all_reduce_follows_the_paths) {
     BOOST_TEST(rd2 == gcl::tcp_transport::default_all_reduce.recursive_doubling_below);
     BOOST_TEST(ring2 == gcl::tcp_transport::default_all_reduce.ring_from);
   }
-  auto const on_one_host = gcl::detail::ranks_outnumber_cpus(4)
-                               ? stats({0, 0, 0, 0}, gcl::tree{})
-                               : stats({0, 0, 0, 0}, gcl::halving_doubling{});
+  auto const on_one_host =
+      gcl::detail::ranks_crowd_cpus(4)       ? stats({0, 0, 0, 0}, gcl::parameter_server{})
+      : gcl::detail::ranks_outnumber_cpus(4) ? stats({0, 0, 0, 0}, gcl::tree{})
+                                             : stats({0, 0, 0, 0}, gcl::halving_doubling{});
   BOOST_TEST(sent(one_host) == sent(on_one_host), boost::test_tools::per_element());
   BOOST_TEST(sent(two_hosts) == sent(stats({0, 0, 1, 1}, gcl::recursive_doubling{})),
              boost::test_tools::per_element());
