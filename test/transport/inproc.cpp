@@ -662,7 +662,7 @@ BOOST_AUTO_TEST_CASE(waits_poll_without_yielding_only_where_each_rank_has_a_core
     auto const window = gcl::detail::polling_before_yielding(p);
     BOOST_TEST_CONTEXT("P=" << p << " on " << gcl::detail::host_cpus() << " CPUs") {
       BOOST_TEST((window.count() > 0) == !gcl::detail::ranks_outnumber_cpus(p));
-      BOOST_TEST((window < gcl::inproc_options{}.spin));
+      BOOST_TEST((window < gcl::detail::default_spin(p)));
     }
   }
   BOOST_TEST(gcl::detail::polling_before_yielding(1).count() > 0);  // one rank has a core

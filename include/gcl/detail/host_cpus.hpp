@@ -1,8 +1,8 @@
 #pragma once
 // Whether the ranks on one host outnumber its CPUs: the question behind the transports'
 // defaults that depend on ranks sharing cores (the sizes from which inproc and shm combine a
-// message as it arrives, how long their waits look and poll before yielding), and the step
-// their waits take between two looks.
+// message as it arrives, how long their waits look and poll before yielding and before they
+// sleep), and the step their waits take between two looks.
 
 #include <chrono>
 #include <thread>
@@ -59,6 +59,24 @@ inline int looks_before_yielding(int ranks) noexcept {
 // (benchmark/analysis.md).
 inline std::chrono::nanoseconds polling_before_yielding(int ranks) noexcept {
   return ranks_outnumber_cpus(ranks) ? std::chrono::nanoseconds{0} : std::chrono::microseconds{5};
+}
+
+// How long a blocked call of inproc or shm polls (yielding the core between looks, after
+// `polling_before_yielding`) before it sleeps, unless its options say (`spin`): 2 ms where each
+// rank has a core, 50 us where the ranks outnumber the CPUs. Where each rank has a core nobody
+// else needs it, and what a sleep costs is the wake-up, about 100 us here, paid by every call
+// a rank enters ahead of its peers (a training step whose ranks finish their work at different
+// times), where polling costs nothing; Open MPI polls without end there. Measured on 2 cores
+// (2026-12-06, P = 2, rank 1 working X us before each barrier, 300 iterations, the time beyond
+// the work per iteration): X = 1 ms, threads 102 us with 50 us of polling against 6 with 2 ms,
+// shm 87 against 11 (Open MPI's vader 5); X = 200 us, shm 55 against 5; X = 5 ms, shm 225
+// against 109 with 1 ms of polling and 7 with 10 ms. So waits shorter than 2 ms cost
+// microseconds, longer ones a wake-up, under a tenth of the wait. Where ranks share cores, the
+// awaited sender may need this very core, and longer polling was no better (tcp_options).
+inline constexpr std::chrono::microseconds own_core_spin{2000};
+inline constexpr std::chrono::microseconds shared_core_spin{50};
+inline std::chrono::microseconds default_spin(int ranks) noexcept {
+  return ranks_outnumber_cpus(ranks) ? shared_core_spin : own_core_spin;
 }
 
 // Tells the core that this thread is polling (x86's pause: it spares the sibling hyperthread

@@ -30,6 +30,7 @@
 #include <exception>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <thread>
@@ -62,8 +63,11 @@ struct inproc_options {
   /// costs microseconds (a futex call and a reschedule), which dominates small messages;
   /// polling yields the core, so ranks that outnumber the cores still make progress (where
   /// each rank has a core, only after its first 5 us: detail::polling_before_yielding). 0: sleep
-  /// after a few rounds on the spot (no yielding). See doc/benchmarks.md for the measurements.
-  std::chrono::microseconds spin{50};
+  /// after a few rounds on the spot (no yielding). Unset: 2 ms where each rank has a core of
+  /// its own, so that a rank that enters a call ahead of its peers (a training step's uneven
+  /// work) is not woken from a sleep; 50 us where the ranks outnumber the cores
+  /// (detail::default_spin says why). See doc/benchmarks.md for the measurements.
+  std::optional<std::chrono::microseconds> spin;
   /// Messages up to this size are copied into the channel and the send returns at once; larger
   /// ones are copied once, by the receiver, from the sender's buffer. 0: `eager_threshold`'s
   /// default.
@@ -153,6 +157,8 @@ class inproc_world {
       : paused_looks(looks_before_yielding(size)),
         polling_before_yielding(detail::polling_before_yielding(size)),
         eager_bytes(options.eager_threshold(size)),
+        spin(options.spin.value_or(detail::default_spin(size))),
+        offer_patience(options.spin ? *options.spin : std::min(spin, detail::shared_core_spin)),
         size_(size),
         options_(options),
         ranks_(std::make_unique<inproc_rank[]>(static_cast<std::size_t>(size))),
@@ -201,6 +207,14 @@ class inproc_world {
   std::chrono::nanoseconds const polling_before_yielding;
   // options().eager_threshold(size()), looked up once.
   std::size_t const eager_bytes;
+  // How long a wait polls before it sleeps: options().spin, else detail::default_spin(size()).
+  std::chrono::microseconds const spin;
+  // How long a sender waits at least for its receiver to take an offer before it copies the
+  // message into the channel (finish_offer): the whole `spin` if the options say how long to
+  // poll, else no longer than the 50 us of ranks that share cores (where each rank has a core,
+  // default_spin polls for 2 ms, and a sender whose receiver is still at work would wait as
+  // long rather than copy and go on).
+  std::chrono::microseconds const offer_patience;
 
   bool aborted() const noexcept { return aborted_.load(std::memory_order_acquire); }
   std::string abort_reason() {
@@ -640,7 +654,7 @@ class inproc_transport {
   // them now (the call is failing).
   void finish_offer(cell_t& c, int peer, bool cancel = false) {
     auto const patience = std::max<std::chrono::nanoseconds>(std::chrono::nanoseconds(c.size / 4),
-                                                             world_->options().spin);
+                                                             world_->offer_patience);
     if (!cancel) {
       auto settled = [&] { return c.state.load(std::memory_order_acquire) == cell_t::taken; };
       try {
@@ -774,7 +788,7 @@ class inproc_transport {
     }
     auto const start = clock::now();
     auto const deadline = start + limit;
-    if (auto const spin = world_->options().spin; spin.count() > 0) {
+    if (auto const spin = world_->spin; spin.count() > 0) {
       // Then yield, so that a rank sharing this core (more ranks than cores) runs and sends it.
       auto const give_up = std::min(deadline, start + spin);
       detail::between_looks wait_a_little(start + world_->polling_before_yielding);

@@ -49,7 +49,7 @@ struct hybrid_options {
   std::size_t shm_combine_bytes = 0;
   /// How long a wait on the shm side polls before it sleeps (`shm_options::spin`; `tcp.spin`
   /// is the TCP side's).
-  std::chrono::microseconds shm_spin = shm_options{}.spin;
+  std::optional<std::chrono::microseconds> shm_spin;
   /// `shm_options::cross_memory_attach` of the shm side (GCL_SHM_CMA): unset, not used.
   std::optional<bool> shm_cross_memory_attach;
   /// `shm_options::rewind_bytes` of the shm side (GCL_SHM_REWIND_BYTES): unset, its default
@@ -97,7 +97,7 @@ struct hybrid_options {
       o.tcp.token = s.token;
       o.tcp.token_source = s.token_source;
       o.tcp.timeout = s.timeout;
-      o.tcp.spin = s.spin;
+      o.tcp.spin = s.spin.value_or(o.tcp.spin);  // unused: no TCP side
     } else {
       o.tcp = tcp_options::from_env(get);
       // Only shm's own variables are taken from here; the token may be missing (see

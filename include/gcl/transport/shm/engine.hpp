@@ -1384,29 +1384,37 @@ class alignas(64) shm_impl {
     if (deadline == timeout_from_first_look) deadline = start + o_.timeout;
     throw_if_aborted(peer);
     if (external_check_) external_check_();
-    if (o_.spin.count() > 0) {
-      auto const give_up = std::min(deadline, start + o_.spin);
+    // From `offer_patience_` on (or once this rank may sleep) an offer it keeps waiting for its
+    // receive would keep its sender waiting as long: those are copied then, and those that
+    // arrive from then on at once, as they come (drain).
+    struct deferral {
+      bool& on;
+      bool const was = on;
+      ~deferral() { on = was; }
+    } restore{defer_};
+    bool copying = false;
+    auto keep_no_sender_waiting = [&] {
+      if (copying) return;
+      copying = true;
+      defer_ = false;
+      pull_waiting_offers();
+    };
+    if (spin_.count() > 0) {
+      auto const give_up = std::min(deadline, start + spin_);
+      auto const keep_no_sender_from = start + offer_patience_;
       between_looks wait_a_little(start + polling_before_yielding_);
       for (unsigned round = 0;; ++round) {
         if (look()) return true;
         if (round % 8 == 0) {
           auto const now = clock::now();
           if (now >= give_up) break;
+          if (now >= keep_no_sender_from) keep_no_sender_waiting();
           wait_a_little.at(now);
         }
         wait_a_little();
       }
     }
-    // From here this rank may sleep, and an offer it keeps waiting for its receive would keep
-    // its sender waiting as long: those are copied now, and those that arrive from now on at
-    // once, as they come (drain).
-    struct deferral {
-      bool& on;
-      bool const was = on;
-      ~deferral() { on = was; }
-    } restore{defer_};
-    defer_ = false;
-    pull_waiting_offers();
+    keep_no_sender_waiting();
     auto& me = seg_->rank(o_.rank);
     me.waiting_for.store(peer >= 0 ? peer : -1, std::memory_order_relaxed);
     struct unwind {
@@ -1721,6 +1729,14 @@ class alignas(64) shm_impl {
   // How many looks a wait takes, a pause apart, before it starts to yield (host_cpus.hpp).
   int const paused_looks_ = looks_before_yielding(o_.size);
   std::chrono::nanoseconds const polling_before_yielding_ = polling_before_yielding(o_.size);
+  // How long a wait polls before it sleeps (await): o_.spin, else default_spin.
+  std::chrono::microseconds const spin_ = o_.spin.value_or(default_spin(o_.size));
+  // How long a wait keeps the offers that no posted receive matches in their senders' memory
+  // (their senders waiting) before it copies them (await): the whole `spin` if the options say
+  // how long to poll, else no longer than the 50 us of ranks that share cores. Where each rank
+  // has a core, default_spin polls for 2 ms, and a sender would wait as long.
+  std::chrono::microseconds const offer_patience_ =
+      o_.spin ? *o_.spin : std::min(spin_, shared_core_spin);
   // Whether forward_posted waits for a held message's bytes in batches (ranks outnumber cores).
   bool const batch_pieces_ = ranks_outnumber_cpus(o_.size);
   static constexpr std::uint64_t forward_batch_bytes = 64 * 1024;

@@ -47,8 +47,11 @@ struct shm_options {
   std::chrono::milliseconds timeout{std::chrono::minutes{30}};
   /// How long a blocked call polls (yielding the core between looks, where each rank has a core
   /// only after its first 5 us: detail::polling_before_yielding) before it sleeps on its
-  /// futex; also when ranks share cores (unlike tcp's), unless GCL_SPIN_US says otherwise.
-  std::chrono::microseconds spin{50};
+  /// futex; also when ranks share cores (unlike tcp's). Unset (and GCL_SPIN_US unset): 2 ms
+  /// where each rank has a core of its own, so that a rank that enters a call ahead of its
+  /// peers (a training step's uneven work) is not woken from a sleep, 50 us where the ranks
+  /// outnumber the cores (detail::default_spin says why).
+  std::optional<std::chrono::microseconds> spin;
   /// Bytes of each (sender, receiver) ring in the segment. 0: 4 MiB / size, clamped to
   /// [16 KiB, 1 MiB] (a rank's incoming rings take about 4 MiB, as Open MPI's shared memory
   /// takes per process, btl_vader_segment_size: 1 MiB each at P = 2 to 4, 512 KiB at P = 8).
