@@ -121,6 +121,7 @@ struct options {
   double max_seconds = 1.0;  ///< ... fewer when they would take longer than this (0: no bound)
   int warmup = 5;
   bool barrier = false;  ///< a barrier before every timed call (default: back to back)
+  double uneven_us = 0;  ///< before each timed call, the last rank works this long (time_calls)
   std::string dtype = "float";
   std::string op = "sum";
   int root = 0;
@@ -158,9 +159,16 @@ inline void add_common_options(CLI::App& app, options& o) {
                  "warm-up calls (at least min(5, --iters); 0: always --iters)")
       ->check(CLI::Range(0.0, 1e6))
       ->capture_default_str();
-  app.add_flag("--barrier", o.barrier,
-               "a barrier before every timed call, each timed alone (default: back to back "
-               "after one barrier, as a training loop calls them)");
+  auto* barrier = app.add_flag("--barrier", o.barrier,
+                               "a barrier before every timed call, each timed alone (default: "
+                               "back to back after one barrier, as a training loop calls them)");
+  app.add_option("--uneven-us", o.uneven_us,
+                 "back to back, the last rank works (polls the clock) this many microseconds "
+                 "before each timed call, as in a training step whose ranks finish their work "
+                 "at different times; the times are what a call adds beyond that work")
+      ->check(CLI::Range(0.0, 1e6))
+      ->excludes(barrier)
+      ->capture_default_str();
   app.add_option("-w,--warmup", o.warmup, "untimed iterations per size")
       ->check(CLI::Range(0, 1000000))
       ->capture_default_str();
@@ -437,13 +445,20 @@ using loop_record = std::vector<double>;
 /// next (a rank that returns early starts the next call early; work still in flight delays
 /// it). nccl-tests too times its calls back to back (and reports their mean).
 ///
-/// `barrier_each`: a barrier before every call and each call timed alone, so that every call
+/// `--barrier`: a barrier before every call and each call timed alone, so that every call
 /// starts from quiet links with the ranks nearly in step: the latency of an isolated call.
+///
+/// `--uneven-us` (back to back): before each call the last rank works (polls the clock) for that
+/// long, and every rank's durations are its periods less that work: what a call adds to a
+/// training step in which one rank finishes its work that much after the others. The others
+/// wait inside the call meanwhile: where a transport sleeps while it waits, each call costs a
+/// wake-up, which back-to-back calls of ranks in step never show.
 template <class Barrier, class Call>
-loop_record time_calls(bool barrier_each, int calls, Barrier&& barrier, Call&& call) {
+loop_record time_calls(options const& o, int rank, int world, int calls, Barrier&& barrier,
+                       Call&& call) {
   auto const n = static_cast<std::size_t>(calls);
   loop_record r(n + 1);
-  if (barrier_each) {
+  if (o.barrier) {
     double total = 0;
     for (std::size_t i = 0; i < n; ++i) {
       barrier();
@@ -457,20 +472,28 @@ loop_record time_calls(bool barrier_each, int calls, Barrier&& barrier, Call&& c
   }
   // Timestamps only, in memory written before the loop: no arithmetic between the calls.
   std::vector<clock::time_point> t(n + 1);
+  auto const work = std::chrono::duration_cast<clock::duration>(
+      std::chrono::duration<double, std::micro>(o.uneven_us));
+  bool const works = world > 1 && rank == world - 1 && work.count() > 0;
   barrier();
   t[0] = clock::now();
   for (std::size_t i = 1; i <= n; ++i) {
+    if (works)
+      for (auto const until = t[i - 1] + work; clock::now() < until;) {
+      }
     call();
     t[i] = clock::now();
   }
-  for (std::size_t i = 0; i < n; ++i) r[i] = std::chrono::duration<double>(t[i + 1] - t[i]).count();
-  r[n] = std::chrono::duration<double>(t[n] - t[0]).count();
+  double const worked = std::chrono::duration<double>(work).count();
+  for (std::size_t i = 0; i < n; ++i)
+    r[i] = std::chrono::duration<double>(t[i + 1] - t[i]).count() - worked;
+  r[n] = std::chrono::duration<double>(t[n] - t[0]).count() - worked * static_cast<double>(n);
   return r;
 }
 
-/// "b2b" (back to back) or "barrier": the `mode` column.
+/// "b2b" (back to back), "uneven" (back to back, --uneven-us) or "barrier": the `mode` column.
 inline char const* mode_name(options const& o) {
-  return o.barrier ? "barrier" : "b2b";
+  return o.barrier ? "barrier" : o.uneven_us > 0 ? "uneven" : "b2b";
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -520,9 +543,16 @@ class printer {
             "(about %g s)\n",
             std::string(name_of(c_)).c_str(), impl_.c_str(), alg_.c_str(), world_, o_.dtype.c_str(),
             reduces(c_) ? o_.op.c_str() : "none", o_.warmup, o_.iters, o_.max_seconds);
-        std::printf("# mode %s: %s\n", mode_name(o_),
-                    o_.barrier ? "a barrier before every call, each call timed alone"
-                               : "one barrier, then the calls back to back");
+        if (o_.barrier)
+          std::printf("# mode %s: a barrier before every call, each call timed alone\n",
+                      mode_name(o_));
+        else if (o_.uneven_us > 0)
+          std::printf(
+              "# mode %s: one barrier, then the calls back to back, the last rank working %g us "
+              "before each; times are what a call adds beyond that work\n",
+              mode_name(o_), o_.uneven_us);
+        else
+          std::printf("# mode %s: one barrier, then the calls back to back\n", mode_name(o_));
         std::printf(
             "# time: median over calls of the slowest rank's; mean: slowest rank's total / calls; "
             "busbw = algbw * %.4g\n",

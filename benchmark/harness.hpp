@@ -173,7 +173,7 @@ std::uint64_t sweep(Comm& comm, gcl_options const& o, Op const& op, Alg const& a
         call();
     int const calls = from_rank0(comm, timed_calls(o, per_call));
     loop_record times = time_calls(
-        o.barrier, calls, [&] { barrier(comm); }, call);
+        o, me, comm.size(), calls, [&] { barrier(comm); }, call);
     wrong = collect(comm, times, wrong);
     if (me == 0) {
       row r = out.make_row(n, times, wrong);

@@ -202,7 +202,7 @@ std::uint64_t run_rank(Comm& comm, options const& o, Alg const& alg, std::string
   std::fill(data.begin(), data.end(), 0.0f);
   auto const blocking = [&] { gcl::all_reduce(comm, d, gcl::sum{}, alg); };
   bench::warm_up(o.warmup, blocking);
-  bench::loop_record c = bench::time_calls(false, o.iters, barrier, blocking);
+  bench::loop_record c = bench::time_calls(bench::options{}, me, p, o.iters, barrier, blocking);
   wrong += static_cast<std::uint64_t>(
                std::count_if(data.begin(), data.end(), [](float v) { return v != 0.0f; })) +
            (inject ? 1 : 0);

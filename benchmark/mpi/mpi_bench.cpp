@@ -94,7 +94,7 @@ int sweep(bench::options const& o, int rank, int world) {
     int calls = bench::timed_calls(o, per_call);  // rank 0's count, for every rank
     MPI_Bcast(&calls, 1, MPI_INT, 0, MPI_COMM_WORLD);
     bench::loop_record times = bench::time_calls(
-        o.barrier, calls, [] { MPI_Barrier(MPI_COMM_WORLD); }, call);
+        o, rank, world, calls, [] { MPI_Barrier(MPI_COMM_WORLD); }, call);
     bench::loop_record slowest(times.size());
     MPI_Reduce(times.data(), slowest.data(), static_cast<int>(times.size()), MPI_DOUBLE, MPI_MAX, 0,
                MPI_COMM_WORLD);

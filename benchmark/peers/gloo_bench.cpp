@@ -162,7 +162,7 @@ int sweep(context_ptr const& ctx, bench::options const& o) {
     double const per_call = bench::warm_up(o.warmup, call);
     int const calls = from_rank0(ctx, t, bench::timed_calls(o, per_call));
     bench::loop_record slowest = bench::time_calls(
-        o.barrier, calls, [&] { barrier(ctx, t); }, call);
+        o, rank, world, calls, [&] { barrier(ctx, t); }, call);
     reduce_all(ctx, t, slowest, &gloo::max<double>);
     if (rank == 0) out.print(out.make_row(n, slowest, wrong[0]));
   }

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Machine-readable output parses with Python's csv and json modules, whatever the label holds
-# (quotes, commas), with threads and under tools/gcl-launch (no rank prefix by default); and the
-# trainer's --json result is one JSON document on stdout (on a tiny synthetic MNIST).
+# (quotes, commas), with threads and under tools/gcl-launch (no rank prefix by default); the
+# sweep's --uneven-us mode; and the trainer's --json result is one JSON document on stdout (on a
+# tiny synthetic MNIST).
 #
 # Usage: machine_output.sh SOURCE_DIR SWEEP [TRAIN_LENET5]   (SWEEP: the built all_reduce)
 set -u
@@ -45,6 +46,27 @@ grep -q ',gcl auto,' "$tmp/tcp.csv" || fail "under gcl-launch the sweep did not 
 "$src/tools/gcl-launch" -p 2 --timeout 60 -- "$sweep" "${small[@]}" --json --label "$label" \
   >"$tmp/tcp.json" || fail "gcl-launch --json failed"
 check_json "$tmp/tcp.json"
+
+# --uneven-us: the last rank works that long before each timed call (so the run takes at least
+# the calls times the work: a lower bound, which no load can break), the rows say "uneven",
+# and it cannot go with --barrier (each call timed alone after a barrier, where there is no
+# step to be uneven in).
+start=$(date +%s%N)
+"$sweep" -p 2 -b 4 -e 4 -n 20 -w 0 --max-seconds 0 --uneven-us 5000 --csv >"$tmp/uneven.csv" ||
+  fail "--uneven-us failed"
+took_ms=$((($(date +%s%N) - start) / 1000000))
+((took_ms >= 100)) || fail "--uneven-us 5000 with 20 calls took $took_ms ms: the last rank did not work 5 ms before each"
+python3 - "$tmp/uneven.csv" <<'PY' || fail "--uneven-us rows: $(cat "$tmp/uneven.csv")"
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1], newline="")))
+assert len(rows) == 1 and rows[0]["mode"] == "uneven" and rows[0]["wrong"] == "0", rows
+print(f"--uneven-us: mode {rows[0]['mode']}, {rows[0]['iters']} calls")
+PY
+if "$sweep" -p 2 -b 4 -e 4 -n 1 --uneven-us 10 --barrier >"$tmp/out" 2>"$tmp/err"; then
+  fail "--uneven-us with --barrier was accepted"
+fi
+grep -q -- "--uneven-us" "$tmp/err" && grep -q -- "--barrier" "$tmp/err" ||
+  fail "--uneven-us with --barrier: the error does not name both: $(cat "$tmp/err")"
 
 if [[ -n $trainer ]]; then
   # 64 training and 16 test images of 28 x 28, random: enough for two steps and an evaluation.
