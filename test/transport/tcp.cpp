@@ -258,7 +258,7 @@ BOOST_AUTO_TEST_CASE(a_message_the_waiting_caller_reads_itself_ends_its_wait) {
   // when a wait no event ended finds its message already there (engine.hpp, receive).
   warnings_recorded warnings;
   auto o = quick();
-  o.spin = std::chrono::microseconds{50};  // polling that a first read outlasts
+  o.spin = std::chrono::microseconds{50};  // what from_env sets where ranks have cores
   for (int job = 0; job < 10; ++job) {
     gcl::spawn<tcp_transport>(
         2,

@@ -63,15 +63,8 @@ struct tcp_options {
   /// Where rank 0 can judge from the ranks' CPUs whether they share cores (`cpus`), that
   /// judgement replaces `from_env`'s guess at the rendezvous (`spin_follows_cores`).
   std::chrono::microseconds spin{0};
-  /// What `from_env` sets `spin` to when ranks have cores of their own: 2 ms, as inproc and shm
-  /// poll there (detail::default_spin), so that a rank that enters a call ahead of its peers
-  /// (a training step whose ranks finish their work at different times) is not woken from a
-  /// sleep, which takes its I/O thread and then itself. Measured on 2 cores (2026-12-06, P = 2,
-  /// all_reduce, benchmark/all_reduce --uneven-us 1000, two rounds, against 50 us): 4 B 6.6-22
-  /// us beyond the work against 24-25, 2 KiB 8.2-10.5 against 30-31, 1 MiB 329-343 against
-  /// 349-490 (Open MPI TCP 33-35 at 4 B, 304-479 at 1 MiB); back to back, three rounds, level
-  /// (4 B 12.0-15.0 against 13.7-17.0).
-  static constexpr std::chrono::microseconds default_spin{2000};
+  /// What `from_env` sets `spin` to when ranks have cores of their own.
+  static constexpr std::chrono::microseconds default_spin{50};
   /// What `from_env` sets `spin` to when the ranks on this host outnumber its CPUs: longer, as
   /// the sender must first be scheduled. Measured on 2 cores, all_reduce back to back, medians
   /// against the same build with no polling: P = 4, 4 B to 16 KiB, 93-215 us against 215-392
