@@ -35,30 +35,11 @@
 #include <vector>
 
 #include "support/capture_stderr.hpp"
+#include "support/log_recording.hpp"
 
 namespace {
 
-// What the test's handler received. Handlers are plain functions, so the record is global; a
-// mutex because gcl may call the handler from any thread.
-std::mutex received_mutex;
-std::vector<std::pair<gcl::log_level, std::string>> received;
-
-void record(gcl::log_level level, std::string_view message) {
-  std::lock_guard lock(received_mutex);
-  received.emplace_back(level, std::string(message));
-}
-
-std::vector<std::pair<gcl::log_level, std::string>> take_received() {
-  std::lock_guard lock(received_mutex);
-  return std::exchange(received, {});
-}
-
-// Sets `record` for the scope and puts back what was there.
-struct recording {
-  gcl::log_handler previous = gcl::set_log_handler(&record);
-  recording() { take_received(); }
-  ~recording() { gcl::set_log_handler(previous); }
-};
+using recording = gcl_test::log_recording;
 
 using gcl_test::capture_stderr;
 
@@ -76,8 +57,8 @@ BOOST_AUTO_TEST_CASE(a_handler_receives_every_message_and_the_default_comes_back
   out = capture_stderr([] { gcl::detail::log(gcl::log_level::error, "gcl: to stderr"); });
   BOOST_TEST(out == "gcl: to stderr\n");
   // nullptr restores the default too, and set_log_handler returns what it replaces.
-  BOOST_TEST((gcl::set_log_handler(&record) == &gcl::default_log_handler));
-  BOOST_TEST((gcl::set_log_handler(nullptr) == &record));
+  BOOST_TEST((gcl::set_log_handler(&recording::record) == &gcl::default_log_handler));
+  BOOST_TEST((gcl::set_log_handler(nullptr) == &recording::record));
   BOOST_TEST((gcl::get_log_handler() == &gcl::default_log_handler));
 }
 
@@ -86,7 +67,7 @@ BOOST_AUTO_TEST_CASE(the_handler_gets_the_level_and_the_text) {
   gcl::detail::log(gcl::log_level::warning, "gcl: one");
   gcl::detail::log(gcl::log_level::debug,
                    gcl::detail::log_text("gcl: %s %.1f [%zu]", "two", 2.5, std::size_t{3}));
-  auto got = take_received();
+  auto got = recording::take();
   BOOST_TEST_REQUIRE(got.size() == 2u);
   BOOST_TEST((got[0].first == gcl::log_level::warning));
   BOOST_TEST(got[0].second == "gcl: one");
@@ -112,11 +93,11 @@ BOOST_AUTO_TEST_CASE(automatics_gcl_debug_report_reaches_the_handler) {
       gcl::all_reduce(comm, v, gcl::sum{}, gcl::automatic{.trials = 0});
     });
   };
-  std::vector<std::pair<gcl::log_level, std::string>> got;
+  std::vector<recording::entry> got;
   std::string out = capture_stderr([&] {
     recording r;
     decide(1000);  // 8000 bytes: the size class [4096, 8192)
-    got = take_received();
+    got = recording::take();
   });
   BOOST_TEST(out.empty(), out);
   BOOST_TEST_REQUIRE(got.size() == 1u);  // once per size class, not once per rank
@@ -127,7 +108,7 @@ BOOST_AUTO_TEST_CASE(automatics_gcl_debug_report_reaches_the_handler) {
   out = capture_stderr([&] { decide(3); });
   BOOST_TEST(out.starts_with("gcl: automatic: P=2 bytes=[16,32) -> "), out);
   BOOST_TEST(out.ends_with(")\n"), out);
-  BOOST_TEST(take_received().empty());
+  BOOST_TEST(recording::take().empty());
 }
 
 #ifdef GCL_TEST_TCP
@@ -135,13 +116,7 @@ BOOST_AUTO_TEST_CASE(automatics_gcl_debug_report_reaches_the_handler) {
 // stderr) with the rank, the stranger's address, the port and the reason.
 BOOST_AUTO_TEST_CASE(a_refused_stranger_is_a_warning_to_the_handler) {
   using namespace std::chrono_literals;
-  auto refusals = [] {
-    std::lock_guard lock(received_mutex);
-    std::vector<std::pair<gcl::log_level, std::string>> r;
-    for (auto const& m : received)
-      if (m.second.find("refused a connection") != std::string::npos) r.push_back(m);
-    return r;
-  };
+  auto refusals = [] { return recording::containing("refused a connection"); };
   std::uint16_t port = 0;
   std::string const out = capture_stderr([&] {
     recording r;

@@ -2,6 +2,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include "../support/heap_in_use.hpp"
+#include "../support/log_recording.hpp"
 #include "shm_fork.hpp"
 
 #include <gcl/collective/all_reduce.hpp>
@@ -227,28 +228,6 @@ BOOST_AUTO_TEST_CASE(a_rank_polling_one_peer_still_lets_another_finish_a_large_s
   check_rank_failures();
 }
 
-// Every message gcl logs at warning level or above while it lives (log.hpp), for tests that
-// look for one.
-struct warnings_recorded {
-  static inline std::mutex mutex;
-  static inline std::vector<std::string> lines;
-  static void record(gcl::log_level level, std::string_view message) {
-    if (level < gcl::log_level::warning) return;
-    std::lock_guard lock(mutex);
-    lines.emplace_back(message);
-  }
-  gcl::log_handler previous = gcl::set_log_handler(&record);
-  warnings_recorded() { lines.clear(); }
-  ~warnings_recorded() { gcl::set_log_handler(previous); }
-  std::vector<std::string> containing(std::string_view what) const {
-    std::lock_guard lock(mutex);
-    std::vector<std::string> found;
-    for (auto const& l : lines)
-      if (l.find(what) != std::string::npos) found.push_back(l);
-    return found;
-  }
-};
-
 BOOST_AUTO_TEST_CASE(a_message_the_waiting_caller_reads_itself_ends_its_wait) {
   // A receive whose caller reads its peer's socket itself may queue the very frame it waits
   // for (a zero-byte one is never read into a posted receive); that must end the wait as any
@@ -256,7 +235,7 @@ BOOST_AUTO_TEST_CASE(a_message_the_waiting_caller_reads_itself_ends_its_wait) {
   // until the status queries' timer, 100 ms later. The first barrier of a new job hit it
   // nearly every time (its first read also faults in pooled buffers); the transport says so
   // when a wait no event ended finds its message already there (engine.hpp, receive).
-  warnings_recorded warnings;
+  gcl_test::log_recording log;
   auto o = quick();
   o.spin = std::chrono::microseconds{50};  // what from_env sets where ranks have cores
   for (int job = 0; job < 10; ++job) {
@@ -279,7 +258,9 @@ BOOST_AUTO_TEST_CASE(a_message_the_waiting_caller_reads_itself_ends_its_wait) {
         o);
     check_rank_failures();
   }
-  auto const missed = warnings.containing("missed wake-up");
+  std::vector<std::string> missed;
+  for (auto const& [level, text] : log.containing("missed wake-up"))
+    if (level >= gcl::log_level::warning) missed.push_back(text);
   BOOST_TEST(missed.empty(), missed.size() << " waits slept past their message, the first: "
                                            << (missed.empty() ? "" : missed.front()));
 }
