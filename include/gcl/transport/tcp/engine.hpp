@@ -58,14 +58,6 @@ namespace gcl {
 
 namespace detail {
 
-// Asio caps each read/write of a composed operation at 64 KiB; large messages go faster with
-// the kernel taking as much as it can per system call.
-struct transfer_all_large {
-  std::size_t operator()(boost::system::error_code const& ec, std::size_t) const {
-    return ec ? 0 : std::size_t{1} << 30;
-  }
-};
-
 // A data frame that arrives before its receive is posted, with a payload larger than this, is
 // left in the socket (that connection is not read further for a while) rather than read into a
 // pooled buffer and copied out later: once its receive is posted, it is read straight into the
@@ -856,7 +848,7 @@ class tcp_impl {
     post_io([this] {
       for (int r = 0; r < o_.size; ++r) {
         auto& p = peer_at(r);
-        if (!p.socket || !p.socket->is_open() || p.finished) continue;
+        if (!p.socket || !p.socket->is_open() || said_bye(r)) continue;
         auto* w = new tcp_write;
         frame_header h;
         h.type = frame_type::status_query;
@@ -866,6 +858,13 @@ class tcp_impl {
         enqueue(r, w);
       }
     });
+  }
+
+  // On the I/O thread, without mutex_: whether peer r has said bye (`finished` is set under
+  // mutex_ by whichever thread reads that frame, the caller's as well).
+  bool said_bye(int r) {
+    std::lock_guard lock(mutex_);
+    return peer_at(r).finished;
   }
 
   bool all_answered() const {
@@ -979,7 +978,7 @@ class tcp_impl {
     ++owned_writes_;  // until the frames are queued, so shut_down() waits for them
     post_io([this, code, what] {
       for (int r = 0; r < o_.size; ++r) {
-        if (!peer_at(r).socket || peer_at(r).finished) continue;
+        if (!peer_at(r).socket || said_bye(r)) continue;
         auto* w = new tcp_write;
         frame_header h;
         h.type = frame_type::abort;
@@ -1100,51 +1099,55 @@ class tcp_impl {
   }
 
   // On the I/O thread, holding peer r's writer role: writes the front frame of its queue from
-  // where it stands, then the next, until the queue is empty; then gives the role up.
+  // where it stands, then the next, until the queue is empty (then gives the role up) or the
+  // socket's buffer is full (then goes on once it has room). Written as the caller writes
+  // (write_now: sendmsg without blocking), and not with asio::async_write, whose reactor stops
+  // trying a socket at once after a write that was short or failed and waits for the next
+  // edge of readiness instead: after a bye has shut a connection's sending side, the write of
+  // a status reply fails, and the next one waited for an edge that a closed connection never
+  // gives, so shut_down() waited out the whole timeout for it (found under ThreadSanitizer, P = 4,
+  // 1 MiB: 9 jobs in 80 took 43-48 s, not 1-5). async_wait re-arms the socket's watch each time
+  // (epoll_ctl), which reports a socket that has room, or has failed, at once.
   void start_write(int r) {
     auto& p = peer_at(r);
-    tcp_write* w = next_write(p, false);
-    if (w == nullptr) return;
-    if (!p.socket || !p.socket->is_open()) return fail_writes(r, asio::error::not_connected);
-    auto rest = w->rest();
-    std::array<asio::const_buffer, 2> bufs{asio::buffer(rest[0].first, rest[0].second),
-                                           asio::buffer(rest[1].first, rest[1].second)};
-    asio::async_write(*p.socket, bufs, transfer_all_large{},
-                      [this, r](boost::system::error_code ec, std::size_t) {
-                        auto& to = peer_at(r);
-                        tcp_write* sent = nullptr;
-                        {
-                          std::lock_guard lock(mutex_);
-                          sent = to.writes.front();
-                          to.writes.pop_front();
-                        }
-                        if (!ec && sent->shutdown_after)
-                          to.socket->shutdown(tcp::socket::shutdown_send, ec);
-                        if (ec) {
-                          std::lock_guard lock(mutex_);
-                          write_failed(r, ec);
-                        }
-                        complete(sent, ec);
-                        start_write(r);
-                      });
+    for (;;) {
+      tcp_write* w = next_write(p);
+      if (w == nullptr) return;
+      auto ec = write_now(p, *w);
+      if (!ec && w->sent < w->size()) {
+        std::lock_guard fd_lock(p.fd_mutex);
+        if (p.fd >= 0) {
+          p.socket->async_wait(tcp::socket::wait_write,
+                               [this, r](boost::system::error_code) { start_write(r); });
+          return;
+        }
+        ec = asio::error::not_connected;  // closed meanwhile (close_peer)
+      }
+      {
+        std::lock_guard lock(mutex_);
+        p.writes.pop_front();
+      }
+      if (!ec && w->shutdown_after) {
+        std::lock_guard fd_lock(p.fd_mutex);
+        if (p.fd >= 0) p.socket->shutdown(tcp::socket::shutdown_send, ec);
+      }
+      if (ec) {
+        std::lock_guard lock(mutex_);
+        write_failed(r, ec);
+      }
+      complete(w, ec);
+    }
   }
 
-  // On the I/O thread, holding peer r's writer role on a closed socket: every queued frame fails.
-  void fail_writes(int r, boost::system::error_code ec) {
-    while (tcp_write* w = next_write(peer_at(r), true)) complete(w, ec);
-  }
-
-  // On the I/O thread, holding peer p's writer role: the front frame of its queue (taken off
-  // the queue if `take`), or null with the role given up when the queue is empty.
-  tcp_write* next_write(tcp_peer& p, bool take) {
+  // On the I/O thread, holding peer p's writer role: the front frame of its queue, or null
+  // with the role given up when the queue is empty.
+  tcp_write* next_write(tcp_peer& p) {
     std::lock_guard lock(mutex_);
     if (p.writes.empty()) {
       p.writing = false;
       return nullptr;
     }
-    tcp_write* w = p.writes.front();
-    if (take) p.writes.pop_front();
-    return w;
+    return p.writes.front();
   }
 
   // Under mutex_, on the caller's thread, which holds peer r's writer role and is done with its
@@ -1166,8 +1169,9 @@ class tcp_impl {
            true);
   }
 
-  // On the caller's thread, holding peer p's writer role: as much of `w` as the kernel takes
-  // now, without blocking (MSG_DONTWAIT) and without SIGPIPE from a dead peer (MSG_NOSIGNAL).
+  // Holding peer p's writer role (the caller or the I/O thread): as much of `w` as the kernel
+  // takes now, without blocking (MSG_DONTWAIT) and without SIGPIPE from a dead peer
+  // (MSG_NOSIGNAL).
   // Returns the socket's error, if any; `w.sent` says how far it got.
   static boost::system::error_code write_now(tcp_peer& p, tcp_write& w) {
     std::lock_guard fd_lock(p.fd_mutex);
@@ -1671,7 +1675,7 @@ class tcp_impl {
       }
       post_io([this, last] {
         for (int r = 0; r < o_.size; ++r) {
-          if (!peer_at(r).socket || !peer_at(r).socket->is_open() || peer_at(r).finished) continue;
+          if (!peer_at(r).socket || !peer_at(r).socket->is_open() || said_bye(r)) continue;
           auto* w = new tcp_write;
           frame_header h;
           h.type = frame_type::bye;
@@ -1693,7 +1697,7 @@ class tcp_impl {
         // Until every peer has said bye (or is gone): like MPI_Finalize, the end of a job is
         // collective. Bounded by the timeout; an error (a disagreement found in a peer's last
         // messages, an abort frame) ends the wait.
-        sleep_until(lock, std::chrono::steady_clock::now() + o_.timeout, [&] {
+        bool const ended = sleep_until(lock, std::chrono::steady_clock::now() + o_.timeout, [&] {
           if (poisoned_ || abort_->aborted) return true;
           if (owned_writes_ != 0) return false;
           for (int r = 0; r < o_.size; ++r)
@@ -1701,6 +1705,22 @@ class tcp_impl {
               return false;
           return true;
         });
+        // Not an error of the job (every call returned), but a rank that waits out the whole
+        // timeout here costs its job that long at exit: said, with what it waited for.
+        if (!ended) {
+          std::string open;
+          for (int r = 0; r < o_.size; ++r)
+            if (r != o_.rank && peer_at(r).socket && !peer_at(r).finished && !peer_at(r).ended)
+              open += (open.empty() ? "" : ", ") + std::to_string(r);
+          detail::log(log_level::warning,
+                      prefix() + "closed its transport after waiting the whole timeout (" +
+                          format_duration(o_.timeout) + ") for " +
+                          (open.empty() ? std::string("its own last frames to go out")
+                                        : "the bye of rank(s) " + open) +
+                          (owned_writes_ != 0 ? " (" + std::to_string(owned_writes_) +
+                                                    " of its frames not written)"
+                                              : std::string()));
+        }
       }
       // Abort frames to peers (poisoned) or byes must reach the kernel before we close: small
       // frames behind no data (every send completed before returning), so this is quick unless
