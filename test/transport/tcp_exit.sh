@@ -5,7 +5,9 @@
 # answer's write fails. Written with asio::async_write, the next write to that peer waited for
 # an edge of readiness that a closed connection never gives, and the rank's destructor waited
 # out the whole timeout (engine.hpp, start_write), which it says (shut_down): no rank may. Seen
-# with one job in ten under ThreadSanitizer beside another test (CI runs two at once).
+# with one job in ten under ThreadSanitizer beside another test (CI runs two at once). The
+# timeout, 30 s, is what a hang costs here; a job takes 1-5 s under ThreadSanitizer beside
+# another test and two busy loops, so a slow machine does not reach it.
 # Usage: tcp_exit.sh path/to/gcl-launch path/to/tcp_worker
 set -u
 launch=$1
@@ -14,7 +16,7 @@ out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 fail() { echo "FAIL: $*"; echo "--- output:"; cat "$out"; exit 1; }
 for job in $(seq 10); do
-  "$launch" --tag-output -p 4 --timeout 10 -- "$worker" loop 1 262144 >"$out" 2>&1 ||
+  "$launch" --tag-output -p 4 --timeout 30 -- "$worker" loop 1 262144 >"$out" 2>&1 ||
     fail "job $job failed"
   grep -q "waited the whole timeout" "$out" &&
     fail "job $job: a rank waited out its timeout at its end"
