@@ -1697,12 +1697,15 @@ class tcp_impl {
         // Until every peer has said bye (or is gone): like MPI_Finalize, the end of a job is
         // collective. Bounded by the timeout; an error (a disagreement found in a peer's last
         // messages, an abort frame) ends the wait.
+        // Under mutex_: a peer whose bye (or end of connection) this rank still waits for.
+        auto awaited = [&](int r) {
+          return r != o_.rank && peer_at(r).socket && !peer_at(r).finished && !peer_at(r).ended;
+        };
         bool const ended = sleep_until(lock, std::chrono::steady_clock::now() + o_.timeout, [&] {
           if (poisoned_ || abort_->aborted) return true;
           if (owned_writes_ != 0) return false;
           for (int r = 0; r < o_.size; ++r)
-            if (r != o_.rank && peer_at(r).socket && !peer_at(r).finished && !peer_at(r).ended)
-              return false;
+            if (awaited(r)) return false;
           return true;
         });
         // Not an error of the job (every call returned), but a rank that waits out the whole
@@ -1710,8 +1713,7 @@ class tcp_impl {
         if (!ended) {
           std::string open;
           for (int r = 0; r < o_.size; ++r)
-            if (r != o_.rank && peer_at(r).socket && !peer_at(r).finished && !peer_at(r).ended)
-              open += (open.empty() ? "" : ", ") + std::to_string(r);
+            if (awaited(r)) open += (open.empty() ? "" : ", ") + std::to_string(r);
           detail::log(log_level::warning,
                       prefix() + "closed its transport after waiting the whole timeout (" +
                           format_duration(o_.timeout) + ") for " +
