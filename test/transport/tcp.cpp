@@ -28,6 +28,7 @@
 #include <mutex>
 #include <optional>
 #include <stdexcept>
+#include <regex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -603,6 +604,25 @@ BOOST_AUTO_TEST_CASE(recv_that_nobody_sends_times_out_naming_the_peer) {
       BOOST_TEST(contains(e, "127.0.0.1:"));
     }
   BOOST_TEST(timeouts >= 1);
+}
+
+// A timed-out receive lists what did come instead, each with how long it had waited: that tells
+// a message that came late from one that was here and not taken.
+BOOST_AUTO_TEST_CASE(a_timed_out_recv_says_what_came_instead_and_for_how_long) {
+  auto errors = run_each(2, quick(500ms), [](auto& comm) {
+    int x = 7;
+    if (comm.rank() == 1) {
+      comm.send(0, x, gcl::tag{6});
+      std::this_thread::sleep_for(1500ms);  // still there, outside any call, when rank 0 gives up
+      return;
+    }
+    comm.recv(1, x, gcl::tag{5});
+  });
+  BOOST_TEST(contains(errors[0], "timeout|"), errors[0]);
+  BOOST_TEST(contains(errors[0], "Received here but not read: 4 bytes from rank 1 (tag 6, "),
+             errors[0]);
+  BOOST_TEST(std::regex_search(errors[0], std::regex(R"(, here for [0-9.]+ m?s\))")), errors[0]);
+  BOOST_TEST(errors[1].empty(), errors[1]);
 }
 
 BOOST_AUTO_TEST_CASE(a_throwing_rank_aborts_the_others_through_spawn) {

@@ -327,6 +327,23 @@ BOOST_AUTO_TEST_CASE(a_header_claiming_2_to_the_40_bytes_for_the_posted_receive_
   BOOST_FAIL("rank 0 never reported the frame for its posted receive as a mismatch");
 }
 
+BOOST_AUTO_TEST_CASE(a_receive_that_times_out_on_a_half_read_frame_says_so) {
+  // Rank 1 (played by hand) sends the header of the 8-byte frame rank 0 waits for and 3 bytes of
+  // its payload, then nothing. Rank 0's timeout says a frame from rank 1 is half-read: whether
+  // it went to the receive or to the queue (the header may come first), the wait ended with a
+  // frame on its way in, not with nothing sent.
+  auto e = rank_0_with_fake_rank_1(500ms, [&](fake_rank& fake, std::atomic<bool>&) {
+    std::array<std::byte, 3> some{};
+    fake.send(header_from_rank_1(5, 8), some);
+    // Stays connected until rank 0 gives up (its status query comes first, then its abort).
+    for (int i = 0; i < 4; ++i)
+      if (auto f = fake.next_frame(5s); !f || f->first.type == wire::frame_type::abort) break;
+    fake.socket.close();
+  });
+  BOOST_TEST((e && e->code() == gcl::errc::timeout), code_and_text(e));
+  BOOST_TEST(contains(code_and_text(e), "From rank 1: a frame half-read"), code_and_text(e));
+}
+
 BOOST_AUTO_TEST_CASE(frames_that_break_their_own_limits_are_protocol_errors_naming_the_peer) {
   struct case_t {
     wire::frame_header header;

@@ -3,6 +3,7 @@
 // itself), and the small pool that keeps them for reuse, so that steady back-to-back
 // collectives allocate nothing. Not thread-safe: the engine uses the pool under its mutex.
 
+#include <chrono>
 #include <cstddef>
 #include <cstdlib>
 #include <memory>
@@ -25,6 +26,9 @@ struct tcp_message {
   call_info call;
   std::unique_ptr<std::byte, tcp_free> data;
   std::size_t size = 0, capacity = 0;  // while it arrives, capacity may be less than size
+  // When it was whole here, queued for its receive: a timeout's report says how long each
+  // message it found unread had been waiting (tcp_impl::unread_report).
+  std::chrono::steady_clock::time_point queued{};
 };
 
 // Makes room for `capacity` bytes, keeping the bytes already there. Not zeroed: every byte is

@@ -7,6 +7,7 @@
 #include "asio.hpp"
 
 #include <array>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -85,6 +86,8 @@ struct tcp_peer {
   };
   rx_stage stage = rx_stage::header;
   bool reading = false;
+  // Under mutex_: since when the I/O thread has held `reading` (a timeout's report says so).
+  std::chrono::steady_clock::time_point io_reading_since{};
   // Under mutex_: an async_wait for readability is pending (wait_armed). `recheck`: something
   // that may need a read happened while another thread held `reading`, so the holder reads once
   // more before letting go.

@@ -472,7 +472,7 @@ class tcp_impl {
           "recv from " + (peer == o_.rank ? std::string("itself") : peer_at(peer).where) + " (" +
               std::to_string(in.size()) + " bytes, " + tag_text(tg) +
               (pr.st == tcp_posted_recv::claimed ? ", in the middle of the message" : "") + ")",
-          format_duration(o_.timeout), stall, unread_report());
+          format_duration(o_.timeout), stall, unread_report() + reader_report(peer));
       poison(errc::timeout, what, true);
       unpost(lock, pr);
       throw transport_error(errc::timeout, what);
@@ -491,6 +491,7 @@ class tcp_impl {
     if (peer == o_.rank) {
       auto m = pool_.take(out.size());
       m.call = call_;
+      m.queued = std::chrono::steady_clock::now();
       if (!out.empty()) std::memcpy(m.data.get(), out.data(), out.size());
       inbox_[key(peer, tg)].push_back(std::move(m));
       return false;
@@ -893,16 +894,23 @@ class tcp_impl {
     return describe_stall(call_, all);
   }
 
-  // Under mutex_: ". Received here but not read: 8 bytes from rank 3 (...)", or nothing.
+  // Under mutex_: ". Received here but not read: 8 bytes from rank 3 (..., here for 2.9 s)",
+  // or nothing. How long each has waited tells a message that came too late (a slow or stuck
+  // sender) from one that was here and not taken (a bug of this transport's).
   std::string unread_report() const {
     std::string out;
     int unread = 0;
+    auto const now = std::chrono::steady_clock::now();
     for (auto const& [k, queue] : inbox_)
       for (auto const& m : queue)
         if (unread++ < 4)
           out += std::string(unread == 1 ? ". Received here but not read: " : ", ") +
                  std::to_string(m.size) + " bytes from rank " + std::to_string(k >> 32) + " (" +
-                 tag_text(tag{static_cast<std::uint32_t>(k)}) + ", " + describe(m.call) + ")";
+                 tag_text(tag{static_cast<std::uint32_t>(k)}) + ", " + describe(m.call) +
+                 ", here for " +
+                 format_duration(
+                     std::chrono::duration_cast<std::chrono::milliseconds>(now - m.queued)) +
+                 ")";
     for (int r = 0; r < o_.size; ++r)
       if (peer_at(r).stage == tcp_peer::rx_stage::parked && unread++ < 4)
         out += std::string(unread == 1 ? ". Received here but not read: " : ", ") +
@@ -910,6 +918,26 @@ class tcp_impl {
                " (" + tag_text(tag{peer_at(r).rx.tag}) + ", " + describe(peer_at(r).rx.call) +
                ", still in the socket)";
     if (unread > 4) out += ", ...";
+    return out;
+  }
+
+  // Under mutex_, on the caller's thread once its wait for peer r has run out: whether this
+  // rank's I/O thread is reading r's socket (and since when), or a frame from r is half-read,
+  // or nothing. The caller reads that socket itself while nobody else does; a frame that the
+  // I/O thread holds half-read, only the I/O thread reads on.
+  std::string reader_report(int r) const {
+    if (r == o_.rank) return {};
+    auto const& p = peer_at(r);
+    bool const half_read = p.stage == tcp_peer::rx_stage::placing ||
+                           p.stage == tcp_peer::rx_stage::payload ||
+                           p.stage == tcp_peer::rx_stage::dropping;
+    if (!p.reading && !half_read) return {};
+    std::string out = ". From rank " + std::to_string(r) + ": ";
+    out += half_read ? "a frame half-read" : "a frame's header being read";
+    if (p.reading)
+      out += ", by this rank's I/O thread for " +
+             format_duration(std::chrono::duration_cast<std::chrono::milliseconds>(
+                 std::chrono::steady_clock::now() - p.io_reading_since));
     return out;
   }
 
@@ -1381,6 +1409,7 @@ class tcp_impl {
       }
       if (!reads_on(p)) return;
       p.reading = true;
+      p.io_reading_since = std::chrono::steady_clock::now();
     }
     pump(r);
     finish_reading(r);
@@ -1398,6 +1427,7 @@ class tcp_impl {
       }
       if (!reads_on(p)) return;
       p.reading = true;
+      p.io_reading_since = std::chrono::steady_clock::now();
     }
     if (ec)
       read_failed(r, ec);
@@ -1544,6 +1574,7 @@ class tcp_impl {
           continue;
         }
         p.reading = true;
+        p.io_reading_since = std::chrono::steady_clock::now();
       }
       pump(r);
       finish_reading(r);
@@ -1617,6 +1648,7 @@ class tcp_impl {
     std::string wrong;
     if (v == call_progress::verdict::conflict || v == call_progress::verdict::stale)
       wrong = prefix() + progress_.disagreement(o_.rank, r, p.rx_message.call);
+    p.rx_message.queued = std::chrono::steady_clock::now();
     inbox_[key(r, tag{p.rx.tag})].push_back(std::move(p.rx_message));  // nothing lost
     if (!wrong.empty()) found_mismatch(wrong);
     notify();
