@@ -141,7 +141,13 @@ if [[ -z "${GCL_SKIP_TSAN:-}" ]]; then
   export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 ${TSAN_OPTIONS:-}"
   # The multi-process TCP launch tests (shell scripts that kill ranks and check who reports
   # what) depend on timing that TSan's slowdown changes; they run in the default build, as does
-  # launch_token and launch_bind (gcl-launch alone, no gcl code to sanitize).
+  # launch_token and launch_bind (gcl-launch alone, no gcl code to sanitize). tcp_frozen runs
+  # in the default and AddressSanitizer builds only: its ranks' 3 s timeout also bounds each
+  # call before the SIGSTOP, where four TSan ranks on 2 cores beside another TSan test take up
+  # to 1.8 s for the first 1 MiB call; in CI on 2026-12-06 (and here, 1 run in about 150 beside
+  # tcp_exit.sh) a call stalled 3 s there with the awaited message unread (doc/tcp.md, "Open
+  # defects"): the timeouts' reports now say how long each unread message had waited and who
+  # was reading its socket, to tell which.
   # -O1 instead of -O2, and the test programs at -O0 as in the first build (but those marked
   # OPTIMIZED, which move many megabytes): the same races are found (TSan instruments every
   # access at any level). -O1 took a third less than -O2 (test/collective/gatherv.cpp: 28 s
@@ -155,7 +161,7 @@ if [[ -z "${GCL_SKIP_TSAN:-}" ]]; then
   # alone would say of gcl's code, its warnings at -O2 and -O3 over every header and template,
   # headers.gcc checks in the first build.
   suite "thread-sanitizer" "$repo/build-tsan" "$(command -v clang++ || command -v g++ || command -v c++)" \
-    "^transport_(tcp_(launch|netns)|hybrid_netns|launch_(token|bind)|shm_failures\.stopped)$" -DGCL_SANITIZE=thread \
+    "^transport_(tcp_(launch|netns|frozen)|hybrid_netns|launch_(token|bind)|shm_failures\.stopped)$" -DGCL_SANITIZE=thread \
     -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -DNDEBUG" -DGCL_TEST_PROGRAM_FLAGS=-O0 \
     -DGCL_BUILD_EXAMPLES=OFF -DGCL_BUILD_BENCHMARKS=OFF -DGCL_BUILD_TRAINER=OFF
 fi
