@@ -8,6 +8,15 @@ if(NOT PROGRAM)
   message(FATAL_ERROR "usage: cmake -DPROGRAM=path -P parts_cover_all.cmake -- FILTER...")
 endif()
 
+# fail(text...): prints the text as it is, then fails. (FATAL_ERROR's own text is wrapped at
+# word breaks, and where depends on the length of the program's path: a check that reads it
+# would then depend on where the build lives.)
+function(fail)
+  string(CONCAT text ${ARGN})
+  message(NOTICE "${text}")
+  message(FATAL_ERROR "the parts check failed (above)")
+endfunction()
+
 # selected(out [--run_test=FILTER]): the cases the program runs with those arguments.
 function(selected out)
   execute_process(COMMAND ${CMAKE_COMMAND} -E env GCL_TEST_LIST_SELECTED=1 ${PROGRAM} ${ARGN}
@@ -15,7 +24,7 @@ function(selected out)
   string(REGEX MATCHALL "gcl-selected-case: [^\n]*" lines "${text}")
   if(NOT rc EQUAL 0 OR NOT lines)
     string(REPLACE ";" " " shown "${ARGN}")
-    message(FATAL_ERROR "${PROGRAM} ${shown} selects no test case (exit ${rc}): ${errors}${text}")
+    fail("${PROGRAM} ${shown} selects no test case (exit ${rc}): ${errors}${text}")
   endif()
   list(TRANSFORM lines REPLACE "^gcl-selected-case: " "")
   set(${out} ${lines} PARENT_SCOPE)
@@ -47,8 +56,8 @@ set(missing ${all})
 list(REMOVE_ITEM missing ${covered})
 if(missing)
   string(REPLACE ";" ", " missing "${missing}")
-  message(FATAL_ERROR "${PROGRAM}: test cases in no part: ${missing} (add each to a PARTS "
-                      "filter in the program's CMakeLists.txt)")
+  fail("${PROGRAM}: test cases in no part: ${missing} (add each to a PARTS filter in the "
+       "program's CMakeLists.txt)")
 endif()
 list(LENGTH all n)
 message(STATUS "every one of the ${n} test cases runs in some part")
