@@ -27,8 +27,8 @@
 #include <map>
 #include <mutex>
 #include <optional>
-#include <stdexcept>
 #include <regex>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -609,14 +609,22 @@ BOOST_AUTO_TEST_CASE(recv_that_nobody_sends_times_out_naming_the_peer) {
 // A timed-out receive lists what did come instead, each with how long it had waited: that tells
 // a message that came late from one that was here and not taken.
 BOOST_AUTO_TEST_CASE(a_timed_out_recv_says_what_came_instead_and_for_how_long) {
-  auto errors = run_each(2, quick(500ms), [](auto& comm) {
+  std::atomic<bool> rank0_failed{false};
+  auto errors = run_each(2, quick(500ms), [&](auto& comm) {
     int x = 7;
     if (comm.rank() == 1) {
       comm.send(0, x, gcl::tag{6});
-      std::this_thread::sleep_for(1500ms);  // still there, outside any call, when rank 0 gives up
+      // Still there, outside any call, until rank 0 has given up (a rank that left would be
+      // reported as gone instead); bounded, should rank 0 never fail.
+      for (int i = 0; i < 30000 && !rank0_failed; ++i) std::this_thread::sleep_for(1ms);
       return;
     }
-    comm.recv(1, x, gcl::tag{5});
+    try {
+      comm.recv(1, x, gcl::tag{5});
+    } catch (...) {
+      rank0_failed = true;
+      throw;
+    }
   });
   BOOST_TEST(contains(errors[0], "timeout|"), errors[0]);
   BOOST_TEST(contains(errors[0], "Received here but not read: 4 bytes from rank 1 (tag 6, "),
