@@ -907,10 +907,7 @@ class tcp_impl {
           out += std::string(unread == 1 ? ". Received here but not read: " : ", ") +
                  std::to_string(m.size) + " bytes from rank " + std::to_string(k >> 32) + " (" +
                  tag_text(tag{static_cast<std::uint32_t>(k)}) + ", " + describe(m.call) +
-                 ", here for " +
-                 format_duration(
-                     std::chrono::duration_cast<std::chrono::milliseconds>(now - m.queued)) +
-                 ")";
+                 ", here for " + time_since(m.queued, now) + ")";
     for (int r = 0; r < o_.size; ++r)
       if (peer_at(r).stage == tcp_peer::rx_stage::parked && unread++ < 4)
         out += std::string(unread == 1 ? ". Received here but not read: " : ", ") +
@@ -928,17 +925,20 @@ class tcp_impl {
   std::string reader_report(int r) const {
     if (r == o_.rank) return {};
     auto const& p = peer_at(r);
-    bool const half_read = p.stage == tcp_peer::rx_stage::placing ||
-                           p.stage == tcp_peer::rx_stage::payload ||
-                           p.stage == tcp_peer::rx_stage::dropping;
+    bool const half_read = reads_on(p) && p.stage != tcp_peer::rx_stage::header;
     if (!p.reading && !half_read) return {};
     std::string out = ". From rank " + std::to_string(r) + ": ";
     out += half_read ? "a frame half-read" : "a frame's header being read";
     if (p.reading)
       out += ", by this rank's I/O thread for " +
-             format_duration(std::chrono::duration_cast<std::chrono::milliseconds>(
-                 std::chrono::steady_clock::now() - p.io_reading_since));
+             time_since(p.io_reading_since, std::chrono::steady_clock::now());
     return out;
+  }
+
+  // "2.9 s": how long from `then` to `now`, for reports.
+  static std::string time_since(std::chrono::steady_clock::time_point then,
+                                std::chrono::steady_clock::time_point now) {
+    return format_duration(std::chrono::duration_cast<std::chrono::milliseconds>(now - then));
   }
 
   // On the I/O thread: tells rank r where this rank is.
@@ -1262,6 +1262,13 @@ class tcp_impl {
            p.stage == tcp_peer::rx_stage::payload || p.stage == tcp_peer::rx_stage::dropping;
   }
 
+  // Under mutex_, on the I/O thread, which has found nobody holding p's reader role: takes it,
+  // noting since when (reader_report).
+  static void io_takes_reader(tcp_peer& p) {
+    p.reading = true;
+    p.io_reading_since = std::chrono::steady_clock::now();
+  }
+
   // Under mutex_, on the caller's thread: takes peer r's reader role if nobody holds it and the
   // socket is being read at all (not parked, not stopped).
   bool take_reader(int r) {
@@ -1408,8 +1415,7 @@ class tcp_impl {
         return;
       }
       if (!reads_on(p)) return;
-      p.reading = true;
-      p.io_reading_since = std::chrono::steady_clock::now();
+      io_takes_reader(p);
     }
     pump(r);
     finish_reading(r);
@@ -1426,8 +1432,7 @@ class tcp_impl {
         return;
       }
       if (!reads_on(p)) return;
-      p.reading = true;
-      p.io_reading_since = std::chrono::steady_clock::now();
+      io_takes_reader(p);
     }
     if (ec)
       read_failed(r, ec);
@@ -1573,8 +1578,7 @@ class tcp_impl {
           p.recheck = true;
           continue;
         }
-        p.reading = true;
-        p.io_reading_since = std::chrono::steady_clock::now();
+        io_takes_reader(p);
       }
       pump(r);
       finish_reading(r);
