@@ -1,7 +1,7 @@
 // libFuzzer harness: decode_frame_header and frame_problem on any bytes.
 // Invariants: nothing is read outside the input (AddressSanitizer); a header is accepted only
 // from 80 bytes or more, with known enums and NUL-terminated names; re-encoding an accepted
-// header gives back the bytes it came from (the reserved byte 7 aside); an accepted length
+// header gives back the bytes it came from; an accepted length
 // respects the limits frame_problem promises (status frames: none, and a status reply names a
 // rank of the job); error texts are bounded.
 
@@ -37,11 +37,11 @@ extern "C" int LLVMFuzzerTestOneInput(std::uint8_t const* data, std::size_t size
   std::array<std::byte, frame_header_size> out{}, expected{};
   h.encode(out.data());
   std::memcpy(expected.data(), in.data(), frame_header_size);
-  expected[7] = std::byte{0};
   GCL_FUZZ_CHECK(out == expected);
   auto again = decode_frame_header(out);
   GCL_FUZZ_CHECK(again && again.value.call == h.call && again.value.length == h.length &&
-                 again.value.tag == h.tag && again.value.source == h.source);
+                 again.value.tag == h.tag && again.value.source == h.source &&
+                 again.value.query == h.query);
 
   auto text = gcl::describe(h.call);  // what error messages show: must not overrun the names
   GCL_FUZZ_CHECK(text.size() < 200);

@@ -10,7 +10,7 @@ import os
 import struct
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-FRAME_MAGIC, HELLO_MAGIC, REPLY_MAGIC, VERSION = 0x314C4347, 0x484C4347, 0x524C4347, 6
+FRAME_MAGIC, HELLO_MAGIC, REPLY_MAGIC, VERSION = 0x314C4347, 0x484C4347, 0x524C4347, 8
 
 
 def write(decoder, name, data):
@@ -25,8 +25,8 @@ def name(s, n):
 
 
 def frame(type_=1, tag=0, source=0, kind=0, dtype=0, esize=1, root=-1, seq=0, count=0,
-          op=b"", alg=b"", length=0, magic=FRAME_MAGIC, version=VERSION):
-    return (struct.pack("<IHBBIiBBHiQQ", magic, version, type_, 0, tag, source, kind, dtype,
+          op=b"", alg=b"", length=0, magic=FRAME_MAGIC, version=VERSION, query=0):
+    return (struct.pack("<IHBBIiBBHiQQ", magic, version, type_, query, tag, source, kind, dtype,
                         esize, root, seq, count)
             + (op if len(op) == 12 else name(op.decode(), 12))
             + (alg if len(alg) == 20 else name(alg.decode(), 20))
@@ -72,11 +72,11 @@ write("frame_header", "count_overflow",
 write("frame_header", "names_not_terminated", frame(op=b"x" * 12, alg=b"y" * 20))
 write("frame_header", "unknown_enums", frame(type_=9, kind=200, dtype=77))
 write("frame_header", "short", frame()[:40])
-write("frame_header", "status_query", frame(type_=4, source=2))
+write("frame_header", "status_query", frame(type_=4, source=2, query=3))
 write("frame_header", "status_query_with_payload", frame(type_=4, source=2, length=1 << 40))
 write("frame_header", "status_reply_waiting",
       frame(type_=5, tag=1 | (3 << 1), source=1, kind=1, dtype=9, esize=4, seq=10, count=1000,
-            op=b"sum", alg=b"ring"))
+            op=b"sum", alg=b"ring", query=3))
 
 # status replies: the first byte is the job size the reader expects, then the frame header
 write("status", "in_all_reduce_waiting_for_2",

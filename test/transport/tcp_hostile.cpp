@@ -344,6 +344,32 @@ BOOST_AUTO_TEST_CASE(a_receive_that_times_out_on_a_half_read_frame_says_so) {
   BOOST_TEST(contains(code_and_text(e), "From rank 1: a frame half-read"), code_and_text(e));
 }
 
+BOOST_AUTO_TEST_CASE(a_late_answer_to_an_earlier_status_query_is_not_taken_for_the_last) {
+  // Rank 0 times out in its receive and asks rank 1 (played by hand) where it is. Rank 1
+  // answers "waiting in all_reduce #1", once echoing the query's number and once the number
+  // before it, as a late answer to an earlier query would. Only the first may be reported:
+  // the second must read as no answer (a rank that stopped after its last answer looks so).
+  for (bool echoes : {true, false}) {
+    auto e = rank_0_with_fake_rank_1(300ms, [&](fake_rank& fake, std::atomic<bool>&) {
+      for (int i = 0; i < 4; ++i) {
+        auto f = fake.next_frame(10s);
+        if (!f || f->first.type == wire::frame_type::abort) break;
+        if (f->first.type != wire::frame_type::status_query) continue;
+        BOOST_TEST(f->first.query != 0);
+        auto status = header_from_rank_1(wire::encode_status_tag({true, 0}), 0);
+        status.type = wire::frame_type::status_reply;
+        status.query = echoes ? f->first.query : static_cast<std::uint8_t>(f->first.query - 1);
+        status.call = gcl::make_call_info<float>(gcl::call_kind::all_reduce, 1, -1, "sum", "ring");
+        status.call.sequence = 1;
+        fake.send(status);
+      }
+      fake.socket.close();
+    });
+    BOOST_TEST((e && e->code() == gcl::errc::timeout), code_and_text(e));
+    BOOST_TEST(contains(code_and_text(e), "rank 1 is waiting in it") == echoes, code_and_text(e));
+  }
+}
+
 BOOST_AUTO_TEST_CASE(frames_that_break_their_own_limits_are_protocol_errors_naming_the_peer) {
   struct case_t {
     wire::frame_header header;

@@ -55,6 +55,12 @@ BOOST_AUTO_TEST_CASE(frame_header_round_trips_and_is_refused_for_each_defect) {
   BOOST_TEST(d.value.length == 4000u);
   BOOST_TEST(d.value.tag == 0x80000002u);
   BOOST_TEST(d.value.source == 1);
+  BOOST_TEST(d.value.query == 0);
+  frame_header reply;
+  reply.type = frame_type::status_reply;
+  reply.query = 200;  // the number of the query it answers, in byte 7
+  BOOST_TEST(std::to_integer<int>(encoded(reply)[7]) == 200);
+  BOOST_TEST(decode_frame_header(encoded(reply)).value.query == 200);
 
   BOOST_TEST(decode_frame_header(std::span(b).first(79)).error ==
              "a frame header is 80 bytes, got 79");

@@ -840,19 +840,23 @@ class tcp_impl {
   }
 
   // Under mutex_: asks every connected peer's I/O thread where its rank is. The answers land in
-  // peer_at(r).status (record_status), and one that shows a disagreement poisons at once.
+  // peer_at(r).status (record_status), and one that shows a disagreement poisons at once. Each
+  // query has a new number, which its answer echoes: an answer to an earlier query that comes
+  // in after this one (a peer slow to answer, then stopped) does not pass for this one's.
   void request_status() {
     for (int r = 0; r < o_.size; ++r) {
       peer_at(r).status = {};
       peer_at(r).status.rank = r;
     }
-    post_io([this] {
+    if (++status_query_ == 0) status_query_ = 1;  // 0: no query, which no answer may match
+    post_io([this, query = status_query_] {
       for (int r = 0; r < o_.size; ++r) {
         auto& p = peer_at(r);
         if (!p.socket || !p.socket->is_open() || said_bye(r)) continue;
         auto* w = new tcp_write;
         frame_header h;
         h.type = frame_type::status_query;
+        h.query = query;
         h.source = o_.rank;
         h.encode(w->header.data());
         w->owned = true;
@@ -941,10 +945,11 @@ class tcp_impl {
     return format_duration(std::chrono::duration_cast<std::chrono::milliseconds>(now - then));
   }
 
-  // On the I/O thread: tells rank r where this rank is.
-  void answer_status(int r) {
+  // On the I/O thread: tells rank r where this rank is, in answer to its query number `query`.
+  void answer_status(int r, std::uint8_t query) {
     frame_header h;
     h.type = frame_type::status_reply;
+    h.query = query;
     h.source = o_.rank;
     {
       std::lock_guard lock(mutex_);
@@ -957,14 +962,17 @@ class tcp_impl {
     enqueue(r, w);
   }
 
-  // On the I/O thread: rank r's answer. A peer that called another collective under a number
-  // this rank remembers disagrees with it, whether or not either is still waiting.
+  // On the I/O thread: rank r's answer. It is taken for the answer to the last query only if it
+  // echoes that query's number; an older one is still checked for a disagreement: a peer that
+  // called another collective under a number this rank remembers disagrees with it, whether or
+  // not either is still waiting, and whenever it said so.
   void record_status(int r, frame_header const& h) {
     std::lock_guard lock(mutex_);
     auto const fields = decode_status(h, o_.size).value;  // on_header refused a bad one
-    rank_status st{r, true, h.call.sequence, fields.in_call, fields.waiting_for, h.call};
-    peer_at(r).status = st;
-    notify();
+    if (h.query == status_query_) {
+      peer_at(r).status = {r, true, h.call.sequence, fields.in_call, fields.waiting_for, h.call};
+      notify();
+    }
     if (h.call.kind == call_kind::point_to_point) return;
     if (auto const* mine = progress_.recall(h.call.sequence); mine && !(*mine == h.call))
       found_mismatch(prefix() + two_calls(r, h.call, o_.rank, *mine));
@@ -1471,7 +1479,8 @@ class tcp_impl {
       return;  // read on, until EOF
     }
     if (p.rx.type == frame_type::status_query) {
-      post_io([this, r] { answer_status(r); });  // a write: the I/O thread's
+      // A write: the I/O thread's.
+      post_io([this, r, query = p.rx.query] { answer_status(r, query); });
       return;
     }
     if (p.rx.type == frame_type::status_reply) return record_status(r, p.rx);
@@ -1908,6 +1917,7 @@ class tcp_impl {
   bool unreported_ = false;  // poisoned by a disagreement that no call has thrown yet
   call_progress progress_;   // this rank's collectives, which arriving messages are checked against
   int waiting_for_ = -1;     // the rank recv() is blocked on, for status answers
+  std::uint8_t status_query_ = 0;  // the number of this rank's last status query (request_status)
   errc poison_code_{};
   std::string poison_what_;
   call_info call_{};

@@ -40,11 +40,14 @@ inline constexpr std::uint32_t reply_magic = 0x524c4347;  // "GCLR"
 //    rank 0 judges whether the ranks of each machine share cores (table_cores_judged).
 // 7: ... and whether its host has at least two ranks per CPU (hello_crowds_cores,
 //    table_crowds_cores).
-inline constexpr std::uint16_t wire_version = 7;
+// 8: status frames carry a query number (frame_header::query), so that a late answer to an
+//    earlier query is not taken for the answer to the last.
+inline constexpr std::uint16_t wire_version = 8;
 
 // status_query asks a rank's I/O thread where its rank is; status_reply answers with the
 // rank's last collective in `call`, and in `tag` bit 0 "still inside it" and bits 1.. the rank
-// it waits for plus one (0: none). Both carry no payload. A stopped process cannot answer.
+// it waits for plus one (0: none). A query carries its number in `query`, and the reply the
+// number of the query it answers. Both carry no payload. A stopped process cannot answer.
 enum class frame_type : std::uint8_t {
   data = 1,
   bye = 2,
@@ -117,6 +120,9 @@ struct frame_header {
   std::uint32_t magic = frame_magic;
   std::uint16_t version = wire_version;
   frame_type type = frame_type::data;
+  // status_query: its number (counted mod 256 by the asking rank, never 0); status_reply: the
+  // number of the query it answers. 0 in every other frame.
+  std::uint8_t query = 0;
   std::uint32_t tag = 0;  // for abort frames: the errc
   std::int32_t source = 0;
   call_info call;
@@ -126,7 +132,7 @@ struct frame_header {
     put(b + 0, magic);
     put(b + 4, version);
     put(b + 6, static_cast<std::uint8_t>(type));
-    put(b + 7, std::uint8_t{0});
+    put(b + 7, query);
     put(b + 8, tag);
     put(b + 12, source);
     put(b + 16, static_cast<std::uint8_t>(call.kind));
@@ -164,6 +170,7 @@ inline decoded<frame_header> decode_frame_header(std::span<std::byte const> b) {
       type > static_cast<std::uint8_t>(frame_type::status_reply))
     return refused_bytes<frame_header>("unknown frame type " + std::to_string(type));
   h.type = static_cast<frame_type>(type);
+  h.query = get<std::uint8_t>(p + 7);
   h.tag = get<std::uint32_t>(p + 8);
   h.source = get<std::int32_t>(p + 12);
   auto kind = get<std::uint8_t>(p + 16);
