@@ -128,8 +128,8 @@ class tcp_impl {
       // transport only polls less well. Not where each rank has a core of its own: there this
       // thread runs only when its caller sleeps (it rests while the caller polls), and it
       // reads for the sleeping caller; at nice 19 another program that keeps the core busy
-      // would hold it off for a scheduler tick per message (yield_in_time: 4 ms a call at
-      // P = 2 beside two busy loops, against 0.09-0.2 at nice 0).
+      // would hold it off for a scheduler tick per message (4 ms a call at P = 2 beside two
+      // busy loops, against 0.09-0.2 at nice 0).
       if (o_.spin.count() > 0 && !own_core_)
         (void)::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), 19);
       run_io();
@@ -345,7 +345,7 @@ class tcp_impl {
     std::unique_lock lock(mutex_);
     auto const start = std::chrono::steady_clock::now();
     auto const deadline = start + o_.timeout;
-    auto spin_until = polling_until(start);
+    auto const spin_until = start + o_.spin;
     // While it waits inside a collective, the rank asks its peers where they are, first after
     // 100 ms and then at doubling intervals up to 5 s: ranks that only wait in calls they
     // disagree about (different roots of a reduce) exchange no message that could show it.
@@ -448,10 +448,10 @@ class tcp_impl {
           // Polls the socket itself (above) rather than the I/O thread's news: the message is
           // read the moment it is there, with no wake-up of either thread (rest_io).
           rest_io(now);
+          bool const io_reads = peer_at(peer).reading;  // then it needs a core: yield it
           lock.unlock();
-          bool const in_time = yield_in_time();
+          between_looks(io_reads);
           while (!lock.try_lock()) std::this_thread::yield();
-          if (!in_time) spin_until = now;  // sleeps from now on (polling_until)
           continue;
         }
         timed_out_quietly = !await(lock, spin_until, std::min(deadline, next_query), seen);
@@ -603,7 +603,7 @@ class tcp_impl {
     auto& p = peer_at(peer);
     auto& w = o.w;
     auto const now = std::chrono::steady_clock::now();
-    auto const deadline = now + o_.timeout, spin_until = polling_until(now);
+    auto const deadline = now + o_.timeout, spin_until = now + o_.spin;
     while (o.held && !unusable()) {  // written on by this thread while the peer takes it
       auto const at = std::chrono::steady_clock::now();
       if (at >= deadline || at - o.progressed >= drive_patience) break;
@@ -695,35 +695,25 @@ class tcp_impl {
     if (arrival_hook_) arrival_hook_();
   }
 
-  // On the caller's thread, between two looks of its polling: yields the core (to a rank that
-  // shares it, or to this rank's own I/O thread, which may hold the socket's reader role), and
-  // says whether the yield came back in time. Where each rank of the job has a core of its own,
-  // one that comes back `late_yield` or more later has handed the core to another program for
-  // the rest of its time slice (a data loader, a compiler: milliseconds), and a message that
-  // arrives meanwhile wakes no one, as the caller is not asleep; on such a core a caller that
-  // sleeps at once is woken when its message comes, ahead of that program. So the caller stops
-  // polling, for this wait and the waits of the next `polling_rest` (polling_until), and
-  // polls again after it (one slice lost per `polling_rest` while the other program runs on).
-  // Measured on 2 cores, P = 2 bound by gcl-launch, all_reduce of 4 B to 64 KiB back to back
-  // beside two busy loops (doc/tcp.md): a mean 81-241 us a call against 1,462-3,281 us when
-  // every wait polled, level alone on the cores. Where ranks share cores a late yield is the
-  // normal case (the other ranks on the core ran), and the polling goes on.
-  bool yield_in_time() {
-    auto const before = std::chrono::steady_clock::now();
+  // On the caller's thread, between two looks of its polling. Where ranks share cores: yields
+  // the core, to a rank that shares it (maybe the sender it waits for) or to this rank's own
+  // I/O thread. Where each rank of the job has a core of its own: a pause, no system call, as
+  // Open MPI polls there; nobody of the job needs the core (the I/O thread rests while the
+  // caller polls, rest_io), and a yield hands whatever else is runnable on the core (a data
+  // loader, a compiler) the rest of its time slice, milliseconds, while the message that
+  // arrives meanwhile wakes no one. Measured on 2 cores, P = 2 under gcl-launch, all_reduce
+  // beside two busy loops (medians of 20,000 calls back to back, means in brackets): 4 B 8.5
+  // us (21) with 2 ms of pauses, against 39.5 (121) with the yields of before and their rule
+  // (50 us of polling, none for 100 ms after a yield that came back late) and 3,700 (1,400)
+  // with 2 ms of yields and no rule; Open MPI TCP 5.9 (21). Alone on the cores, level
+  // (doc/tcp.md, "Polling"). `yield`: the I/O thread has work the caller waits
+  // for (it holds the awaited socket's reader role), and may need this very core.
+  void between_looks(bool yield = false) {
+    if (own_core_ && !yield) {
+      for (int i = 0; i < 16; ++i) detail::cpu_relax();
+      return;
+    }
     std::this_thread::yield();
-    if (!own_core_) return true;
-    auto const after = std::chrono::steady_clock::now();
-    if (after - before < late_yield) return true;
-    no_polling_until_ = after + polling_rest;
-    return false;
-  }
-  static constexpr std::chrono::microseconds late_yield{500};
-  static constexpr std::chrono::milliseconds polling_rest{100};
-  // On the caller's thread: until when a wait that begins `now` polls (`spin`), or `now` if the
-  // polling rests (yield_in_time).
-  std::chrono::steady_clock::time_point polling_until(
-      std::chrono::steady_clock::time_point now) const {
-    return now < no_polling_until_ ? now : now + o_.spin;
   }
 
   // Under mutex_, on the caller's thread: returns once events_ differs from `seen` (the count
@@ -742,7 +732,8 @@ class tcp_impl {
       lock.unlock();
       bool news = false;
       while (!(news = events_.load(std::memory_order_acquire) != seen) &&
-             std::chrono::steady_clock::now() < poll_until && yield_in_time()) {
+             std::chrono::steady_clock::now() < poll_until) {
+        between_looks();
       }
       // Not lock(): the notifier may still hold the mutex, and a contended std::mutex sleeps in
       // the kernel at once, which costs the very wake-up that polling is here to avoid.
@@ -1925,10 +1916,8 @@ class tcp_impl {
   bool any_shares_cores_ = false;      // any_shares_cores()
   bool any_over_two_per_cpu_ = false;  // any_over_two_per_cpu()
   bool any_crowds_cores_ = false;      // any_crowds_cores()
-  // yield_in_time: whether no rank of the job shares this rank's core; on the caller's thread,
-  // until when its polling rests.
+  // between_looks: whether no rank of the job shares this rank's core.
   bool own_core_ = false;
-  std::chrono::steady_clock::time_point no_polling_until_{};
   std::function<void()> arrival_hook_;  // set_arrival_hook
   bool parking_ = true;                 // false once a hook is set
 
