@@ -1,9 +1,9 @@
 // libFuzzer harness: decode_frame_header and frame_problem on any bytes.
 // Invariants: nothing is read outside the input (AddressSanitizer); a header is accepted only
 // from 80 bytes or more, with known enums and NUL-terminated names; re-encoding an accepted
-// header gives back the bytes it came from; an accepted length
-// respects the limits frame_problem promises (status frames: none, and a status reply names a
-// rank of the job); error texts are bounded.
+// header gives back the bytes it came from; an accepted length respects the limits
+// frame_problem promises (status frames: none, and a status reply names a rank of the job);
+// error texts are bounded.
 
 #include <gcl/transport/tcp/wire.hpp>
 
