@@ -70,16 +70,16 @@ struct all_reduce_thresholds {
   /// against halving-doubling's two, so it keeps `recursive_doubling_below`. 0: as at any P.
   /// (Last, so that thresholds written out in order before it was added mean what they did.)
   std::size_t recursive_doubling_below_at_two_ranks = 0;
-  /// Below this, halving-doubling where ring would run (from `ring_from`), where the transport
-  /// says that its ranks crowd the cores (as for `parameter_server_below_if_cores_crowded`)
-  /// and they are a power of two. Both send 2 (P - 1) / P of the vector a rank; at a power of
-  /// two halving-doubling does it in 2 log2 P rounds against ring's 2 (P - 1) a block, and
-  /// where every round waits for ranks to take turns on a core, the rounds decide. At other P
-  /// halving-doubling first folds the extra ranks' whole vectors in, and ring stays ahead.
-  /// 0: never. (After the one above, for the same reason.) No transport of gcl sets it: shm
-  /// did, from 2 MiB, until timing over loops of calls found ring in blocks ahead there
-  /// (shm_transport::default_all_reduce has the numbers); it stays for a host where a user
-  /// measures otherwise (benchmark/default_vs_fixed).
+  /// Below this, halving-doubling where ring would run (from `ring_from`, or where ranks share
+  /// cores from `ring_from_if_cores_shared`), where the transport says that its ranks crowd
+  /// the cores (as for `parameter_server_below_if_cores_crowded`) and they are a power of
+  /// two. Both send 2 (P - 1) / P of the vector a rank; at a power of two halving-doubling
+  /// does it in 2 log2 P rounds against ring's 2 (P - 1) a block, and where every round waits
+  /// for ranks to take turns on a core, the rounds decide. At other P halving-doubling first
+  /// folds the extra ranks' whole vectors in, and ring stays ahead.
+  /// 0: never. (After the one above, for the same reason.) Threads set it below 2 MiB
+  /// (inproc_transport::default_all_reduce has the numbers); shm did, from 2 MiB, until timing
+  /// over loops of calls found ring in blocks ahead there (shm_transport::default_all_reduce).
   std::size_t halving_doubling_below_if_cores_crowded = 0;
   /// ... and from this size: below it, ring still (from `ring_from`). Ring's 2 (P - 1) rounds
   /// of P-th chunks flow where the ranks taking turns on a core each find their chunk written
@@ -88,6 +88,13 @@ struct all_reduce_thresholds {
   /// ranks of a pair until the larger of them is through. 0: from `ring_from`. (Last, for the
   /// same reason.)
   std::size_t halving_doubling_from_if_cores_crowded = 0;
+  /// From this size (where it is below `ring_from`), ring where the transport says that its
+  /// ranks share cores (as for `tree_below_if_cores_shared`), or halving-doubling where the
+  /// rule above takes it: from there the bytes, which ring and halving-doubling move fewest of,
+  /// cost more than the switches, which the tree makes fewest of. Halving-doubling in between
+  /// would first fold the extra ranks' whole vectors in, at a P that is not a power of two.
+  /// 0: from `ring_from`. (Last, for the same reason.)
+  std::size_t ring_from_if_cores_shared = 0;
 };
 
 }  // namespace gcl

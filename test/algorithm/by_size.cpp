@@ -241,16 +241,62 @@ BOOST_AUTO_TEST_CASE(takes_the_tree_between_its_two_sizes_where_ranks_share_core
       BOOST_TEST(
           (messages(sent(p, 512, gcl::tree{})) != messages(sent(p, 512, gcl::halving_doubling{}))));
   }
-  // The threads' own thresholds take the tree at 32 KiB where the threads share cores, and
-  // where each has a core recursive doubling between two of them, halving-doubling between
-  // more.
+  // The threads' own thresholds, where the threads share cores: the tree at 16 KiB (the
+  // parameter server where they crowd the cores), from 32 KiB ring (halving-doubling where a
+  // power of two of them crowd the cores); where each has a core, recursive doubling between
+  // two of them below 64 KiB, halving-doubling from there and between more.
   for (int p : sizes) {
     bool const shared = static_cast<unsigned>(p) > cpus;
-    BOOST_TEST_INFO("P=" << p << " on " << cpus << " CPUs");
-    auto const want = shared   ? sent(p, 32 * 1024, gcl::tree{})
-                      : p == 2 ? sent(p, 32 * 1024, gcl::recursive_doubling{})
-                               : sent(p, 32 * 1024, gcl::halving_doubling{});
-    BOOST_TEST((messages(sent(p, 32 * 1024, gcl::by_size{})) == messages(want)));
+    bool const crowds = static_cast<unsigned>(p) >= 2 * cpus, power_of_two = (p & (p - 1)) == 0;
+    for (std::size_t bytes : {std::size_t{16 * 1024}, std::size_t{32 * 1024},
+                              std::size_t{64 * 1024}}) {
+      BOOST_TEST_INFO("P=" << p << " on " << cpus << " CPUs, " << bytes << " bytes");
+      auto const want = !shared ? (p == 2 && bytes < 64 * 1024
+                                       ? sent(p, bytes, gcl::recursive_doubling{})
+                                       : sent(p, bytes, gcl::halving_doubling{}))
+                        : bytes < 32 * 1024
+                            ? (crowds ? sent(p, bytes, gcl::parameter_server{})
+                                      : sent(p, bytes, gcl::tree{}))
+                        : crowds && power_of_two ? sent(p, bytes, gcl::halving_doubling{})
+                                                 : sent(p, bytes, gcl::ring{});
+      BOOST_TEST((messages(sent(p, bytes, gcl::by_size{})) == messages(want)));
+    }
+  }
+}
+
+// ring_from_if_cores_shared: where ranks share cores, ring from there (below ring_from);
+// elsewhere ring from ring_from. Counted against each algorithm named outright, at P = 2 (no
+// sharing on two CPUs or more) and P = CPUs + 1 (sharing, not crowding from two CPUs on).
+BOOST_AUTO_TEST_CASE(takes_ring_from_its_own_size_where_ranks_share_cores) {
+  unsigned const cpus = std::thread::hardware_concurrency();
+  constexpr gcl::all_reduce_thresholds early{.recursive_doubling_below = 64,
+                                             .ring_from = 8192,
+                                             .tree_below_if_cores_shared = 512,
+                                             .tree_from_if_cores_shared = 256,
+                                             .ring_from_if_cores_shared = 1024};
+  std::vector<int> ranks;
+  if (cpus >= 2) ranks.push_back(2);
+  if (cpus >= 2 && cpus + 1 <= 8) ranks.push_back(static_cast<int>(cpus) + 1);
+  for (int p : ranks) {
+    bool const shared = static_cast<unsigned>(p) > cpus;
+    for (std::size_t bytes : {std::size_t{256}, std::size_t{512}, std::size_t{1016},
+                              std::size_t{1024}, std::size_t{4096}, std::size_t{8192}}) {
+      BOOST_TEST_CONTEXT("P=" << p << " on " << cpus << " CPUs, " << bytes << " bytes") {
+        auto const got = sent(p, bytes, gcl::by_size{.sizes = early});
+        for (auto const& r : got) {
+          BOOST_TEST(r.exact);
+          BOOST_TEST(r.share_cores == shared);
+        }
+        auto const want = shared && bytes < 512   ? sent(p, bytes, gcl::tree{})
+                          : bytes >= (shared ? 1024 : 8192) ? sent(p, bytes, gcl::ring{})
+                                                            : sent(p, bytes, gcl::halving_doubling{});
+        BOOST_TEST((messages(got) == messages(want)));
+      }
+    }
+    // Ring is told apart from halving-doubling here (at P = 2 the two send alike).
+    if (p > 2)
+      BOOST_TEST((messages(sent(p, 4096, gcl::ring{})) !=
+                  messages(sent(p, 4096, gcl::halving_doubling{}))));
   }
 }
 

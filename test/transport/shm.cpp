@@ -1131,7 +1131,40 @@ BOOST_AUTO_TEST_CASE(the_default_all_reduce_takes_direct_where_ranks_share_cores
   }
 }
 
-// Where every CPU runs two ranks or more, the parameter server from there below 128 KiB, and
+// Where the ranks outnumber the CPUs, shm's default all_reduce takes ring from 64 KiB
+// (ring_from_if_cores_shared), where it took the tree or halving-doubling below ring_from (512
+// KiB) until 2026-12-06; where each rank has a CPU, halving-doubling still. At P = CPUs + 1
+// (which shares the cores and, from two CPUs on, does not crowd them), 64 and 128 KiB, against
+// ring and halving-doubling named outright.
+BOOST_AUTO_TEST_CASE(the_default_all_reduce_takes_ring_from_64_KiB_where_ranks_share_cores) {
+  constexpr auto t = gcl::shm_transport::default_all_reduce;
+  static_assert(t.ring_from_if_cores_shared == 64 * 1024 && t.ring_from > 128 * 1024);
+  unsigned const cpus = std::thread::hardware_concurrency();
+  if (cpus < 2 || cpus + 1 > 8) return;  // P = CPUs + 1 crowds them, or is too many to start
+  std::vector<int> ranks{static_cast<int>(cpus) + 1};
+  if (cpus >= 3) ranks.push_back(3);  // each rank has a CPU
+  for (int p : ranks) {
+    bool const shares = static_cast<unsigned>(p) > cpus;
+    for (std::size_t count : {std::size_t{8 * 1024}, std::size_t{16 * 1024}}) {  // 64, 128 KiB
+      auto const chosen = counted_all_reduce(p, count, gcl::by_size{});
+      auto const ring = counted_all_reduce(p, count, gcl::ring{});
+      auto const halving = counted_all_reduce(p, count, gcl::halving_doubling{});
+      bool differ = false;  // the check below tells the two algorithms apart
+      for (int r = 0; r < p; ++r) {
+        auto const i = static_cast<std::size_t>(r);
+        differ = differ || ring[i].messages != halving[i].messages;
+        BOOST_TEST_INFO("P=" << p << " on " << cpus << " CPUs, " << count * 8 << " bytes, rank "
+                             << r);
+        BOOST_TEST(chosen[i].exact);
+        BOOST_TEST(chosen[i].share_cores == shares);
+        BOOST_TEST((chosen[i].messages == (shares ? ring[i] : halving[i]).messages));
+      }
+      BOOST_TEST(differ, "P=" << p);
+    }
+  }
+}
+
+// Where every CPU runs two ranks or more, the parameter server from there below 64 KiB, and
 // from the smallest size beyond by_size::direct_max_ranks ranks: 8 KiB at P = 2 x CPUs, 64 B
 // at max(2 x CPUs, direct_max_ranks + 1). Counted against it and recursive doubling named
 // outright.

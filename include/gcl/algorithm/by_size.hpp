@@ -28,9 +28,9 @@
 /// its rendezvous, and `shm_transport`'s and `inproc_transport`'s from the host's CPUs) gets the
 /// binomial tree from its `tree_from_if_cores_shared` to below its `tree_below_if_cores_shared`
 /// (or its `tree_below_if_over_two_per_cpu` where it says, by a member
-/// `ranks_over_two_per_cpu()`, that some host has more than two ranks per CPU), and ring
-/// blocks of at least P² x
-/// `ring_step_bytes_per_rank_if_cores_shared` (fewer rounds). The smallest messages take
+/// `ranks_over_two_per_cpu()`, that some host has more than two ranks per CPU), ring from its
+/// `ring_from_if_cores_shared` (where that is smaller than `ring_from`), and ring blocks of at
+/// least P² x `ring_step_bytes_per_rank_if_cores_shared` (fewer rounds). The smallest messages take
 /// `direct`, one round, below its `direct_below_if_cores_shared` (up to `direct_max_ranks`
 /// ranks); where the ranks crowd the cores (at least two per CPU: a member
 /// `ranks_crowd_cores()`), the next ones, or all small ones beyond `direct_max_ranks`, take
@@ -185,6 +185,16 @@ struct by_size {
                     std::max({t.ring_block_bytes, t.ring_block_total_bytes / ranks, shared_floor})};
   }
 
+  /// From this size, ring (or halving-doubling where a power of two of ranks crowd the cores,
+  /// `halving_doubling_instead_of_ring`): `ring_from`, and where ranks share cores
+  /// `ring_from_if_cores_shared` where it is smaller.
+  static constexpr std::size_t ring_from(all_reduce_thresholds const& t,
+                                         bool cores_shared) noexcept {
+    return cores_shared && t.ring_from_if_cores_shared != 0
+               ? std::min(t.ring_from, t.ring_from_if_cores_shared)
+               : t.ring_from;
+  }
+
   /// Below this size, recursive doubling (unless a rule for shared cores came first):
   /// `recursive_doubling_below`, and at P = 2 `recursive_doubling_below_at_two_ranks` where it
   /// is larger.
@@ -230,7 +240,8 @@ struct by_size {
     if (bytes < recursive_doubling_below(t, comm.size()))
       return recursive_doubling{}.all_reduce(comm, data, op);
     if constexpr (commutative_op<Op, T>)
-      if (bytes >= t.ring_from && !detail::halving_doubling_instead_of_ring(comm, t, bytes))
+      if (bytes >= ring_from(t, cores_shared) &&
+          !detail::halving_doubling_instead_of_ring(comm, t, bytes))
         return ring_of(t, comm.size(), cores_shared).all_reduce(comm, data, op);
     halving_doubling{}.all_reduce(comm, data, op);
   }

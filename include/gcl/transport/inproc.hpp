@@ -305,15 +305,25 @@ class inproc_transport {
   /// back to back, against 2 MiB per rank: at P = 2 1.3-1.4x faster for 16 MiB and 1.1x for
   /// 64 MiB; level at P = 4.
   ///
-  /// Where the threads outnumber the cores, the binomial tree from 16 to 128 KiB: each of its
+  /// Where the threads outnumber the cores, the binomial tree from 16 to 32 KiB: each of its
   /// 2 (P - 1) messages waits for one switch to its sender, where halving-doubling's 2 P log2 P
   /// wait for more. Below 16 KiB recursive doubling stays ahead (its messages cost less than a
-  /// switch). Ring from 2 MiB: below, halving-doubling's log2 P rounds cost less than ring's
-  /// 2 (P - 1). Measured on 2 cores (2026-11-27, back to back, four to six jobs per algorithm,
-  /// medians of the jobs' medians): the tree took 0.75-0.85x halving-doubling's time from 16 to
-  /// 128 KiB at P = 8 (64 KiB: 37 against 48 us), level at P = 4, and 1.04-1.74x recursive
-  /// doubling's below 16 KiB; halving-doubling 0.74-0.95x ring's from 256 KiB to 1 MiB, at
-  /// P = 8 level at 2 MiB and 1.1x at 4 MiB (benchmark/analysis.md).
+  /// switch). From 32 KiB the bytes cost more than the switches, and ring and halving-doubling
+  /// move the fewest: ring (`ring_from_if_cores_shared`), halving-doubling instead where the
+  /// threads crowd the cores and are a power of two, up to 2 MiB
+  /// (`halving_doubling_{from,below}_if_cores_crowded`), as its log2 P rounds cost less than
+  /// ring's 2 (P - 1) there. Measured on 2 cores (benchmark/default_vs_fixed, two jobs of nine
+  /// rounds per P, 2026-12-06, an Intel host; the tree up to 128 KiB before): at 64 KiB the
+  /// tree took 1.5-2.5x halving-doubling's time at P = 4 (36-63 us against 24-25), 1.7-2.0x at
+  /// P = 5 (91-107 against 53-54), and ring 31-36 us against its 34-35 at P = 3; at 32 KiB
+  /// 1.3-1.8x halving-doubling's at P = 4 and 2.0x ring's at P = 3 (34 us against 17). Where
+  /// the tree was ahead it was by less: P = 6, 32 KiB 33-39 us against ring's 44-45; at P = 8
+  /// the two jobs disagreed (64 KiB 131 and 71 against halving-doubling's 101 and 89). On the
+  /// AMD host of 2026-12-01 the tree took 1.75x ring's time at P = 4, 64 KiB (68.6 us against
+  /// 35.5). Before (2026-11-27, four to six jobs per algorithm): the tree 0.75-0.85x
+  /// halving-doubling's time from 16 to 128 KiB at P = 8, level at P = 4, and 1.04-1.74x
+  /// recursive doubling's below 16 KiB; halving-doubling 0.74-0.95x ring's from 256 KiB to
+  /// 1 MiB, at P = 8 level at 2 MiB and 1.1x at 4 MiB (benchmark/analysis.md).
   ///
   /// Where the threads outnumber the cores, `direct` below 4 KiB (up to 5 of them,
   /// `by_size::direct_max_ranks`): one round, where recursive doubling waits log2 P times for
@@ -346,12 +356,15 @@ class inproc_transport {
   static constexpr all_reduce_thresholds default_all_reduce{
       .recursive_doubling_below = 16 * 1024,
       .ring_from = 2 * 1024 * 1024,
-      .tree_below_if_cores_shared = 128 * 1024,
+      .tree_below_if_cores_shared = 32 * 1024,
       .tree_from_if_cores_shared = 16 * 1024,
       .direct_below_if_cores_shared = 4 * 1024,
       .parameter_server_below_if_cores_crowded = 32 * 1024,
       .ring_block_total_bytes = 16 * 1024 * 1024,
-      .recursive_doubling_below_at_two_ranks = 64 * 1024};
+      .recursive_doubling_below_at_two_ranks = 64 * 1024,
+      .halving_doubling_below_if_cores_crowded = 2 * 1024 * 1024,
+      .halving_doubling_from_if_cores_crowded = 32 * 1024,
+      .ring_from_if_cores_shared = 32 * 1024};
 
   /// The shared state of `size` ranks. Outlives nothing: every transport keeps it alive.
   class group {

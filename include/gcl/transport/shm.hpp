@@ -48,15 +48,22 @@ class shm_transport {
   using options = shm_options;
   /// Between processes of one host messages cost about what they cost between threads, so the
   /// small sizes switch as inproc's do: recursive doubling below 16 KiB and, where the ranks
-  /// outnumber the cores, the binomial tree from 16 to 128 KiB. Ring from 512 KiB, earlier
+  /// outnumber the cores, the binomial tree from 16 to 64 KiB. Ring from 512 KiB, earlier
   /// than between threads, where every ring step's chunk is copied once more (through the
-  /// ring). Measured on 2 cores (2026-11-27, back to back, four to six jobs per algorithm,
-  /// medians of the jobs' medians): the tree took 0.70-0.81x halving-doubling's time from 16 to
-  /// 128 KiB at P = 8, 0.8-1.13x at P = 4, and 1.33-1.78x recursive doubling's below; at 256
-  /// KiB halving-doubling took 0.67x ring's (P = 4) and 0.76x (P = 8), and the tree 1.75x
-  /// halving-doubling's at P = 8; from 512 KiB ring took 0.62-0.92x halving-doubling's time at
-  /// P = 8, and at P = 4 was level but at 1 MiB (1.17x). At P = 2 the three send alike
-  /// (benchmark/analysis.md).
+  /// ring), and from 64 KiB where the ranks outnumber the cores (`ring_from_if_cores_shared`).
+  /// Measured on 2 cores (2026-11-27, back to back, four to six jobs per algorithm, medians of
+  /// the jobs' medians): the tree took 0.70-0.81x halving-doubling's time from 16 to 128 KiB
+  /// at P = 8, 0.8-1.13x at P = 4, and 1.33-1.78x recursive doubling's below; from 512 KiB
+  /// ring took 0.62-0.92x halving-doubling's time at P = 8, and at P = 4 was level but at
+  /// 1 MiB (1.17x). At P = 2 the three send alike (benchmark/analysis.md). From 64 KiB where
+  /// the ranks outnumber the cores, ring: in `default_vs_fixed` (an Intel host of 2 cores,
+  /// 2026-12-06, processes under gcl-launch, one job of seven rounds per P) the algorithm
+  /// `by_size` took then (the tree, the parameter server, halving-doubling) took 1.2x ring's
+  /// time at P = 4, 64 KiB (37.8 us against 31.4), 1.4x at P = 8, 64 KiB (141 against 101),
+  /// 1.2-1.5x from 128 to 256 KiB at P = 4 and 5, and 2.4-2.6x at 256 KiB at P = 3 and 5
+  /// (184 against 72 us, 357 against 154); halving-doubling was ahead of ring at P = 8, 64
+  /// KiB (87 us), level from 128 KiB. On 2026-11-27 halving-doubling had taken 0.67x ring's
+  /// time at P = 4, 256 KiB: the hosts disagree there, and ring is the simpler rule.
   ///
   /// Where the ranks outnumber the cores, `direct` below 4 KiB (up to 5 of them,
   /// `by_size::direct_max_ranks`), as between threads: one round, where recursive doubling
@@ -67,13 +74,15 @@ class shm_transport {
   /// doubling's time at P = 4, 0.72 and 0.91 at P = 8; at 4 KiB 1.13 and 1.05, so not from
   /// there. Since 2026-11-29 also at P = 3 (2.0-2.3 us against 3.3-3.6 from 4 B to 1 KiB), and
   /// where every core runs two ranks or more, the parameter server after it, or from 4 B beyond
-  /// 5 ranks, below 128 KiB: two rounds of 2 (P - 1) messages in all. Measured on 2 cores
+  /// 5 ranks, below 64 KiB: two rounds of 2 (P - 1) messages in all. Measured on 2 cores
   /// (benchmark/default_vs_fixed, every algorithm in one job, blocks of calls back to back,
   /// 2026-11-29): at 16 KiB 6.2 us against the 8.5 of the tree by_size took at P = 4, 18.7
   /// against 27.0 at P = 8, 45.5 against 87.0 at P = 16; at 4 B 9.8 against 10.6 (P = 8,
   /// direct) and 23.6 against 57.3 (P = 16, recursive doubling); at 64 KiB 14.6 against the
   /// tree's 16.2 at P = 4, level at P = 8, 108 against 149 at P = 16; at 128 KiB behind
-  /// halving-doubling at P = 4 and 8 (26.4 against 20.9, 90 against 61).
+  /// halving-doubling at P = 4 and 8 (26.4 against 20.9, 90 against 61). Below 128 KiB until
+  /// 2026-12-06, when it took 1.26x ring's time at P = 4, 64 KiB (39.5 us against 31.4) and
+  /// 1.33x at P = 8 (134 against 101).
   ///
   /// Ring runs in blocks of 1 MiB per rank, not the default 2: each chunk of a block (1 MiB /
   /// P) then fits its ring (4 MiB / P, `shm_options::ring_bytes`) whole, header included, so a
@@ -108,12 +117,13 @@ class shm_transport {
   static constexpr all_reduce_thresholds default_all_reduce{
       .recursive_doubling_below = 16 * 1024,
       .ring_from = 512 * 1024,
-      .tree_below_if_cores_shared = 128 * 1024,
+      .tree_below_if_cores_shared = 64 * 1024,
       .tree_from_if_cores_shared = 16 * 1024,
       .direct_below_if_cores_shared = 4 * 1024,
-      .parameter_server_below_if_cores_crowded = 128 * 1024,
+      .parameter_server_below_if_cores_crowded = 64 * 1024,
       .ring_block_bytes = 1024 * 1024,
-      .recursive_doubling_below_at_two_ranks = 64 * 1024};
+      .recursive_doubling_below_at_two_ranks = 64 * 1024,
+      .ring_from_if_cores_shared = 64 * 1024};
 
   /// Joins the job described by `o` (rendezvous through rank 0).
   explicit shm_transport(shm_options const& o)
