@@ -248,17 +248,18 @@ BOOST_AUTO_TEST_CASE(takes_the_tree_between_its_two_sizes_where_ranks_share_core
   for (int p : sizes) {
     bool const shared = static_cast<unsigned>(p) > cpus;
     bool const crowds = static_cast<unsigned>(p) >= 2 * cpus, power_of_two = (p & (p - 1)) == 0;
-    for (std::size_t bytes : {std::size_t{16 * 1024}, std::size_t{32 * 1024},
-                              std::size_t{64 * 1024}}) {
+    for (std::size_t bytes :
+         {std::size_t{16 * 1024}, std::size_t{32 * 1024}, std::size_t{64 * 1024}}) {
       BOOST_TEST_INFO("P=" << p << " on " << cpus << " CPUs, " << bytes << " bytes");
-      auto const want = !shared ? (p == 2 && bytes < 64 * 1024
-                                       ? sent(p, bytes, gcl::recursive_doubling{})
-                                       : sent(p, bytes, gcl::halving_doubling{}))
-                        : bytes < 32 * 1024
-                            ? (crowds ? sent(p, bytes, gcl::parameter_server{})
-                                      : sent(p, bytes, gcl::tree{}))
-                        : crowds && power_of_two ? sent(p, bytes, gcl::halving_doubling{})
-                                                 : sent(p, bytes, gcl::ring{});
+      auto const want = [&] {
+        if (!shared)
+          return p == 2 && bytes < 64 * 1024 ? sent(p, bytes, gcl::recursive_doubling{})
+                                             : sent(p, bytes, gcl::halving_doubling{});
+        if (bytes < 32 * 1024)
+          return crowds ? sent(p, bytes, gcl::parameter_server{}) : sent(p, bytes, gcl::tree{});
+        return crowds && power_of_two ? sent(p, bytes, gcl::halving_doubling{})
+                                      : sent(p, bytes, gcl::ring{});
+      }();
       BOOST_TEST((messages(sent(p, bytes, gcl::by_size{})) == messages(want)));
     }
   }
@@ -287,9 +288,11 @@ BOOST_AUTO_TEST_CASE(takes_ring_from_its_own_size_where_ranks_share_cores) {
           BOOST_TEST(r.exact);
           BOOST_TEST(r.share_cores == shared);
         }
-        auto const want = shared && bytes < 512   ? sent(p, bytes, gcl::tree{})
-                          : bytes >= (shared ? 1024 : 8192) ? sent(p, bytes, gcl::ring{})
-                                                            : sent(p, bytes, gcl::halving_doubling{});
+        auto const want = [&] {
+          if (shared && bytes < 512) return sent(p, bytes, gcl::tree{});
+          if (bytes >= (shared ? 1024u : 8192u)) return sent(p, bytes, gcl::ring{});
+          return sent(p, bytes, gcl::halving_doubling{});
+        }();
         BOOST_TEST((messages(got) == messages(want)));
       }
     }

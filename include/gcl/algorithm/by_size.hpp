@@ -30,8 +30,8 @@
 /// (or its `tree_below_if_over_two_per_cpu` where it says, by a member
 /// `ranks_over_two_per_cpu()`, that some host has more than two ranks per CPU), ring from its
 /// `ring_from_if_cores_shared` (where that is smaller than `ring_from`), and ring blocks of at
-/// least P² x `ring_step_bytes_per_rank_if_cores_shared` (fewer rounds). The smallest messages take
-/// `direct`, one round, below its `direct_below_if_cores_shared` (up to `direct_max_ranks`
+/// least P² x `ring_step_bytes_per_rank_if_cores_shared` (fewer rounds). The smallest messages
+/// take `direct`, one round, below its `direct_below_if_cores_shared` (up to `direct_max_ranks`
 /// ranks); where the ranks crowd the cores (at least two per CPU: a member
 /// `ranks_crowd_cores()`), the next ones, or all small ones beyond `direct_max_ranks`, take
 /// `parameter_server`, two rounds of the fewest messages, below its
