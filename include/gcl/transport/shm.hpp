@@ -57,8 +57,8 @@ class shm_transport {
   /// ring took 0.62-0.92x halving-doubling's time at P = 8, and at P = 4 was level but at
   /// 1 MiB (1.17x). At P = 2 the three send alike (benchmark/analysis.md). From 64 KiB where
   /// the ranks outnumber the cores, ring: in `default_vs_fixed` (an Intel host of 2 cores,
-  /// 2026-12-06, processes under gcl-launch, one job of seven rounds per P) the algorithm
-  /// `by_size` took then (the tree, the parameter server, halving-doubling) took 1.2x ring's
+  /// 2026-12-06, processes under gcl-launch, one job of seven rounds per P) what `by_size`
+  /// ran there before (the tree, the parameter server, halving-doubling) took 1.2x ring's
   /// time at P = 4, 64 KiB (37.8 us against 31.4), 1.4x at P = 8, 64 KiB (141 against 101),
   /// 1.2-1.5x from 128 to 256 KiB at P = 4 and 5, and 2.4-2.6x at 256 KiB at P = 3 and 5
   /// (184 against 72 us, 357 against 154); halving-doubling was ahead of ring at P = 8, 64
