@@ -60,7 +60,7 @@ class shm_transport {
   /// 2026-12-06, processes under gcl-launch, one job of seven rounds per P) what `by_size`
   /// ran there before (the tree, the parameter server, halving-doubling) took 1.2x ring's
   /// time at P = 4, 64 KiB (37.8 us against 31.4), 1.4x at P = 8, 64 KiB (141 against 101),
-  /// 1.2-1.5x from 128 to 256 KiB at P = 4 and 5, and 2.4-2.6x at 256 KiB at P = 3 and 5
+  /// 1.2-1.5x from 128 to 256 KiB at P = 4 and 5, and 2.3-2.6x at 256 KiB at P = 3 and 5
   /// (184 against 72 us, 357 against 154); halving-doubling was ahead of ring at P = 8, 64
   /// KiB (87 us), level from 128 KiB. On 2026-11-27 halving-doubling had taken 0.67x ring's
   /// time at P = 4, 256 KiB: the hosts disagree there, and ring is the simpler rule.
