@@ -410,6 +410,74 @@ BOOST_AUTO_TEST_CASE(a_cycle_across_the_two_sides_completes) {
   }
 }
 
+// A rank waiting on a peer of another host reads that peer's socket itself and keeps its TCP
+// I/O thread resting (out of epoll_wait) while it polls; another host's large send to it must
+// still complete, and a wait for it on the shm side must still end. Rank 0 (host A, with rank
+// 3) ping-pongs with rank 1 (host B) while rank 2 (host C) sends it 16 MiB that it receives only
+// at the end; halfway, rank 1 waits for rank 2's word, which comes only once that large send is
+// done, so the ping-pong stalls until rank 0's transport reads the send with no receive posted
+// for it. Rank 3 then gets a message from rank 0 over shm. The bound catches a hang; it does
+// not time.
+BOOST_AUTO_TEST_CASE(a_rank_polling_another_host_still_lets_a_third_finish_a_large_send) {
+  constexpr std::size_t n = (std::size_t{16} << 20) / sizeof(std::uint32_t);
+  constexpr std::uint32_t rounds = 2000;
+  auto pattern = [](std::size_t count) {
+    std::vector<std::uint32_t> v(count);
+    for (std::size_t i = 0; i < count; ++i) v[i] = static_cast<std::uint32_t>(i * 2654435761u);
+    return v;
+  };
+  auto bytes = [](auto const& v) { return std::as_bytes(std::span(v)); };
+  auto wbytes = [](auto& v) { return std::as_writable_bytes(std::span(v)); };
+  auto o = scaled({0, 1, 2, 0});
+  o.tcp.timeout = 90s;
+  // Each rank returns what went wrong (empty: nothing), asserted after the join.
+  auto wrong = gcl::spawn<gcl::hybrid_transport>(
+      4,
+      [&](auto& comm) -> std::string {
+        auto& t = comm.transport();
+        std::vector<std::uint32_t> one(1);
+        switch (t.rank()) {
+          case 0: {
+            for (std::uint32_t i = 0; i < rounds; ++i) {
+              one[0] = i;
+              t.send(1, gcl::tag{1}, bytes(one));
+              t.recv(1, gcl::tag{2}, wbytes(one));
+              if (one[0] != i + 1) return "pong " + std::to_string(i) + " came back wrong";
+            }
+            std::vector<std::uint32_t> got(n);
+            t.recv(2, gcl::tag{3}, wbytes(got));
+            if (got != pattern(n)) return "rank 2's 16 MiB arrived wrong";
+            one[0] = 7;
+            t.send(3, gcl::tag{5}, bytes(one));
+            return {};
+          }
+          case 1:
+            for (std::uint32_t i = 0; i < rounds; ++i) {
+              if (i == rounds / 2) {
+                t.recv(2, gcl::tag{4}, wbytes(one));
+                if (one[0] != 42) return "rank 2's word arrived wrong";
+              }
+              t.recv(0, gcl::tag{1}, wbytes(one));
+              ++one[0];
+              t.send(0, gcl::tag{2}, bytes(one));
+            }
+            return {};
+          case 2:
+            t.send(0, gcl::tag{3}, bytes(pattern(n)));
+            one[0] = 42;
+            t.send(1, gcl::tag{4}, bytes(one));
+            return {};
+          default:
+            t.recv(0, gcl::tag{5}, wbytes(one));
+            return one[0] == 7 ? std::string{} : "rank 0's word over shm arrived wrong";
+        }
+      },
+      o);
+  for (int r = 0; r < 4; ++r)
+    BOOST_TEST(wrong[static_cast<std::size_t>(r)].empty(),
+               "rank " << r << ": " << wrong[static_cast<std::size_t>(r)]);
+}
+
 // sendrecv whose two peers take different paths.
 BOOST_AUTO_TEST_CASE(sendrecv_across_the_two_sides) {
   // Each rank returns whether every message arrived intact, asserted after the join.

@@ -446,11 +446,16 @@ class hybrid_transport {
       auto* tc = tcp.get();
       tcp->set_arrival_hook([sh] { sh->wake(); });
       shm->set_external_check([tc] { tc->throw_if_failed(); });
+      shm->set_before_sleep([tc] { tc->caller_sleeps(); });
     }
     state(state const&) = delete;
     state& operator=(state const&) = delete;
     ~state() {
       if (tcp) tcp->set_arrival_hook({});  // before the shm side it rings goes
+      if (shm) {                           // and the TCP side they call
+        shm->set_external_check({});
+        shm->set_before_sleep({});
+      }
       tcp.reset();
       shm.reset();
     }
@@ -561,9 +566,9 @@ class hybrid_transport {
     if (!s.shm) return s.tcp->recv(peer, tg, in);  // nothing else to progress meanwhile
     // From another host, while the rings of this one keep moving: the shm engine waits (drains,
     // sleeps on this rank's futex, which the TCP I/O thread rings on every arrival) and looks
-    // for the message between drains.
+    // for the message between drains, reading the peer's socket itself while it polls.
     bool got = false;
-    auto ready = [&] { return got || (got = s.tcp->try_recv(peer, tg, in)); };
+    auto ready = [&] { return got || (got = s.tcp->try_recv(peer, tg, in, true)); };
     if (ready()) return;
     s.tcp->set_waiting_for(peer);  // what this rank answers the peers' status queries
     struct reset {

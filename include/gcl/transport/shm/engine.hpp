@@ -504,6 +504,11 @@ class alignas(64) shm_impl {
   // the wait, for an error of something outside the segment. Set once, before any call.
   void set_external_check(std::function<void()> check) { external_check_ = std::move(check); }
 
+  // Called just before a blocked call of this rank sleeps on its futex (after its last look):
+  // what wakes it from then on must be told (hybrid_transport: the TCP I/O thread, which rests
+  // while the caller reads the sockets itself). Set once, before any call.
+  void set_before_sleep(std::function<void()> before) { before_sleep_ = std::move(before); }
+
   // An error met outside this transport ends it as one of its own would: it is poisoned, and
   // the error goes into the segment so that every rank of the job stops with it (the first
   // error wins).
@@ -1438,6 +1443,7 @@ class alignas(64) shm_impl {
       if (!first && call_.kind != call_kind::point_to_point) check_arrivals();
       auto const now = clock::now();
       if (now >= deadline) return false;
+      if (before_sleep_) before_sleep_();
       futex_wait(me.bell, bell,
                  std::min<clock::duration>(deadline - now, std::chrono::milliseconds{20}));
     }
@@ -1710,6 +1716,7 @@ class alignas(64) shm_impl {
   std::atomic<bool> asymmetric_{false};
   std::string failure_;
   std::function<void()> external_check_;  // set_external_check
+  std::function<void()> before_sleep_;    // set_before_sleep
   // What peers read with process_vm_readv at setup to learn whether they may.
   std::uint64_t probe_ = 0;
   std::shared_ptr<shm_pool> pool_;     // this rank's part of the segment's pools

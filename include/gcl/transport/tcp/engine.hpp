@@ -194,11 +194,22 @@ class tcp_impl {
 
   // recv without waiting: takes the oldest message from (peer, tg) into `in` if one has
   // arrived whole; false if none has. Throws as recv does (a failure, a mismatch, a peer that
-  // closed its transport without sending it).
-  bool try_recv(int peer, tag tg, std::span<std::byte> in) {
+  // closed its transport without sending it). `read_socket`: first reads what the peer's
+  // socket holds, on this thread, if no other thread is reading it: a caller that polls
+  // takes its message the moment it is there, with no wake-up of the I/O thread and of itself
+  // (tens of microseconds each where the cores are busy; hybrid_transport's cross-host recv).
+  bool try_recv(int peer, tag tg, std::span<std::byte> in, bool read_socket = false) {
     check_peer(peer, "recv from");
     std::unique_lock lock(mutex_);
     throw_if_unusable(lock, "recv from", peer);
+    if (read_socket) rest_io(std::chrono::steady_clock::now(), true);
+    if (read_socket && peer != o_.rank && take_reader(peer)) {
+      lock.unlock();
+      pump(peer);
+      finish_reading(peer);
+      lock.lock();
+      throw_if_unusable(lock, "recv from", peer);
+    }
     auto it = inbox_.find(key(peer, tg));
     if (it != inbox_.end() && !it->second.empty()) {
       take_queued(lock, it->second, peer, tg, in);
@@ -217,6 +228,10 @@ class tcp_impl {
     }
     return false;
   }
+
+  // The caller that polled with try_recv(..., true) is about to sleep elsewhere: the I/O thread
+  // reads from now on (its rest ends), and the arrival hook tells the caller what came.
+  void caller_sleeps() { end_rest(); }
 
   // Which rank this rank's caller waits for (-1: none), for the answers to peers' status
   // queries, while it waits elsewhere than in recv().
@@ -1047,10 +1062,12 @@ class tcp_impl {
   // posted once, it lasts for as long as the caller keeps polling (call after call), and ends
   // at rest_window after the last poll, when the caller sleeps (sleep_until), when anything is
   // posted to the I/O thread (post_io), or while the I/O thread has a write to finish.
-  void rest_io(std::chrono::steady_clock::time_point now) {
-    // Not under hybrid_transport (an arrival hook): its caller waits elsewhere, for frames that
-    // only the I/O thread reads.
-    if (arrival_hook_) return;
+  //
+  // Under hybrid_transport (an arrival hook) only while its caller polls with try_recv(..., true)
+  // (`reads_itself`): otherwise it waits elsewhere, for frames that only the I/O thread reads,
+  // and a caller that sleeps says so first (caller_sleeps).
+  void rest_io(std::chrono::steady_clock::time_point now, bool reads_itself = false) {
+    if (arrival_hook_ && !reads_itself) return;
     caller_polled_at_.store(now.time_since_epoch().count(), std::memory_order_relaxed);
     if (resting_.load(std::memory_order_relaxed)) return;
     std::lock_guard r(rest_mutex_);
@@ -1085,7 +1102,7 @@ class tcp_impl {
         auto const polled = std::chrono::steady_clock::time_point(
             std::chrono::steady_clock::duration(caller_polled_at_.load(std::memory_order_relaxed)));
         bool stop = caller_sleeping_ || closing_ || leaving_ || poisoned_ || abort_->aborted ||
-                    arrival_hook_ || std::chrono::steady_clock::now() - polled > rest_window;
+                    std::chrono::steady_clock::now() - polled > rest_window;
         for (auto const& p : peers_)  // a write it may have to finish (not one of the caller's)
           stop = stop || (p.writing && !p.caller_writes);
         if (stop) return finish();
