@@ -40,8 +40,11 @@ inline bool ranks_crowd_cpus(int ranks) noexcept {
 // took 15.9-18.6 us against 21.0-24.1; in a second run, six jobs each interleaved with Open
 // MPI's vader, 16.4-19.7 against 20.2-24.2 (vader 16.3-29.7); threads at P = 8 15-21 against
 // 18-24 (benchmark/analysis.md).
+inline int looks_before_yielding_when(bool cores_shared) noexcept {
+  return cores_shared ? 1 : 16;
+}
 inline int looks_before_yielding(int ranks) noexcept {
-  return ranks_outnumber_cpus(ranks) ? 1 : 16;
+  return looks_before_yielding_when(ranks_outnumber_cpus(ranks));
 }
 
 // How long a blocked call of inproc or shm then polls, a pause apart, before it yields the core
@@ -57,8 +60,11 @@ inline int looks_before_yielding(int ranks) noexcept {
 // 5.7-6.5; shm 8 B 0.47-0.50 against 0.53-0.58, 32 KiB 3.6-4.1 against 5.4-6.7; from 256 KiB
 // level. 102,770 yields in 300,000 calls of 8 B between threads against 2,102
 // (benchmark/analysis.md).
+inline std::chrono::nanoseconds polling_before_yielding_when(bool cores_shared) noexcept {
+  return cores_shared ? std::chrono::nanoseconds{0} : std::chrono::microseconds{5};
+}
 inline std::chrono::nanoseconds polling_before_yielding(int ranks) noexcept {
-  return ranks_outnumber_cpus(ranks) ? std::chrono::nanoseconds{0} : std::chrono::microseconds{5};
+  return polling_before_yielding_when(ranks_outnumber_cpus(ranks));
 }
 
 // How long a blocked call of inproc or shm polls (yielding the core between looks, after

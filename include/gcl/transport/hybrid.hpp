@@ -256,6 +256,11 @@ class hybrid_transport {
     if (all_shm()) return detail::ranks_crowd_cpus(s_->size);
     return s_->tcp && s_->tcp->any_crowds_cores();
   }
+  /// Whether this rank's waits on the shared memory of its host take the cores as shared
+  /// (look once, yield from the first look: `shm_options::shares_cores`): as the TCP rendezvous
+  /// judged the ranks of its machine, which may be more than its host group (two network
+  /// namespaces of one machine are two hosts here, on the same cores). False without a shm side.
+  bool shm_waits_share_cores() const noexcept { return s_->shm && s_->shm->cores_shared(); }
 
   /// Which call the following messages belong to: told to both sides, so that a disagreement
   /// is found on the first message whichever path it takes.
@@ -477,6 +482,11 @@ class hybrid_transport {
       so.pool_bytes = o.shm_pool_bytes;
       so.spread_ranks = o.shm_spread_ranks;
       if (me >= 0) so.global_ranks = group_ranks;
+      // The machine's ranks against its CPUs, as the TCP rendezvous judged them (every rank of
+      // the machine, whatever its network namespace), where there is a TCP side; the host
+      // group's own count where that says more.
+      if (tcp)
+        so.shares_cores = tcp->options().shares_cores || detail::ranks_outnumber_cpus(so.size);
       return so;
     }
 

@@ -167,6 +167,8 @@ class alignas(64) shm_impl {
   int rank() const noexcept { return o_.rank; }
   int size() const noexcept { return o_.size; }
   shm_options const& options() const noexcept { return o_; }
+  // Whether this rank's waits take the cores as shared (shm_options::shares_cores).
+  bool cores_shared() const noexcept { return cores_shared_; }
   // The group this rank's transport stops with (null for a process of its own): its forks join it.
   std::shared_ptr<shm_group_state> const& group_state() const noexcept { return group_; }
   // Whether messages from `peer` of at least offer_bytes are copied once (cross-memory attach).
@@ -1734,8 +1736,12 @@ class alignas(64) shm_impl {
   std::uint64_t const rewind_window_ = o_.rewind_window();
   static constexpr std::size_t rewind_payload_max = 1024;
   // How many looks a wait takes, a pause apart, before it starts to yield (host_cpus.hpp).
-  int const paused_looks_ = looks_before_yielding(o_.size);
-  std::chrono::nanoseconds const polling_before_yielding_ = polling_before_yielding(o_.size);
+  // Whether the ranks of this machine outnumber its CPUs: the options' word where something
+  // that sees the whole machine said (hybrid_transport), else this job's ranks against them.
+  bool const cores_shared_ = o_.shares_cores.value_or(ranks_outnumber_cpus(o_.size));
+  int const paused_looks_ = looks_before_yielding_when(cores_shared_);
+  std::chrono::nanoseconds const polling_before_yielding_ =
+      polling_before_yielding_when(cores_shared_);
   // How long a wait polls before it sleeps (await): o_.spin, else default_spin.
   std::chrono::microseconds const spin_ = o_.spin.value_or(default_spin(o_.size));
   // How long a wait keeps the offers that no posted receive matches in their senders' memory

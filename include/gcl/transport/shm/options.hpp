@@ -52,6 +52,17 @@ struct shm_options {
   /// peers (a training step's uneven work) is not woken from a sleep, 50 us where the ranks
   /// outnumber the cores (detail::default_spin says why).
   std::optional<std::chrono::microseconds> spin;
+  /// Whether the ranks on this machine outnumber its CPUs, where something that sees more of
+  /// the machine than this job says so: then a blocked call looks once, not 16 times, and
+  /// yields the core from its first look rather than after 5 us of polling
+  /// (detail::looks_before_yielding, polling_before_yielding). Unset (the default): this job's
+  /// ranks against the CPUs. `hybrid_transport` sets it from its TCP rendezvous, which counts
+  /// the ranks of the whole machine in every network namespace: two containers of two ranks on
+  /// 2 cores are four ranks on 2 cores, though each shm side has two. Measured so
+  /// (benchmark/two_hosts.sh's namespaces, 2026-12-06, default_vs_fixed, two jobs each): 4 B
+  /// to 1 KiB all_reduce 17-19 us by the tree against 31-45, the default 23-25 against 48-56;
+  /// from 64 KiB level.
+  std::optional<bool> shares_cores;
   /// Bytes of each (sender, receiver) ring in the segment. 0: 4 MiB / size, clamped to
   /// [16 KiB, 1 MiB] (a rank's incoming rings take about 4 MiB, as Open MPI's shared memory
   /// takes per process, btl_vader_segment_size: 1 MiB each at P = 2 to 4, 512 KiB at P = 8).
