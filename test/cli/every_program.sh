@@ -100,6 +100,7 @@ check bench.sh "$src/scripts/bench.sh" --reps x :: --reps
 check vs_torch.sh "$src/benchmark/peers/vs_torch.sh" --ranks 0 :: --ranks
 check predict_vs_measure.sh "$src/benchmark/predict_vs_measure.sh" "$tmp/nowhere" :: BUILD_DIR
 check shaped.sh "$src/benchmark/tcp/shaped.sh" /bin/true 0 :: ranks
+check two_hosts.sh "$src/benchmark/two_hosts.sh" /bin/true 0 :: ranks_per_host
 check compare_throughput.sh "$src/example/lenet5/peer/compare_throughput.sh" "$tmp" 0 :: RUNS
 check report.py "$src/benchmark/report.py" "$tmp/nowhere" a b :: RESULTS
 check vs_torch_report.py "$src/benchmark/peers/vs_torch_report.py" "$tmp/nowhere" a :: RESULTS

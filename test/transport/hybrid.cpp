@@ -309,6 +309,41 @@ BOOST_AUTO_TEST_CASE(the_default_all_reduce_follows_the_paths) {
   BOOST_TEST((sent(one_host) != sent(two_hosts)));  // the two algorithms do differ here
 }
 
+// Where ranks crowd the cores, by_size takes the parameter server for small messages over TCP
+// alone, but not in a job whose hosts run several ranks each (mixed_all_reduce): there the
+// binomial tree's rounds inside a host cost a shm message each. Told so by the messages each
+// rank sends, against the fixed algorithms'.
+BOOST_AUTO_TEST_CASE(a_job_of_hosts_with_several_ranks_takes_no_parameter_server) {
+  static_assert(gcl::tcp_transport::default_all_reduce.parameter_server_below_if_cores_crowded >
+                1024);
+  static_assert(gcl::hybrid_transport::mixed_all_reduce.parameter_server_below_if_cores_crowded ==
+                0);
+  auto sent = [](std::vector<int> hosts, auto alg) {
+    auto o = scaled(std::move(hosts));
+    o.tcp.shares_cores = o.tcp.crowds_cores = true;
+    auto out = gcl::spawn<gcl::counting<gcl::hybrid_transport>>(
+        4,
+        [&](auto& comm) {
+          std::vector<float> v(256, static_cast<float>(comm.rank() + 1));  // 1 KiB
+          gcl::all_reduce(comm, v, gcl::sum{}, alg);
+          return std::pair(v == std::vector<float>(v.size(), 10.0f),
+                           comm.transport().stats().messages_sent);
+        },
+        o);
+    std::vector<std::uint64_t> s;
+    for (auto const& [ok, n] : out) s.push_back(ok ? n : ~std::uint64_t{0});
+    return s;
+  };
+  for (auto hosts : {std::vector<int>{0, 0, 1, 1}, std::vector<int>{0, 0, 0, 1}}) {
+    auto const by_size = sent(hosts, gcl::by_size{});
+    BOOST_TEST(by_size == sent(hosts, gcl::tree{}), boost::test_tools::per_element());
+    BOOST_TEST((by_size != sent(hosts, gcl::parameter_server{})));
+  }
+  std::vector<int> const alone{0, 1, 2, 3};  // every rank on a host of its own: TCP's choice
+  BOOST_TEST(sent(alone, gcl::by_size{}) == sent(alone, gcl::parameter_server{}),
+             boost::test_tools::per_element());
+}
+
 // Whether ranks share cores (by_size asks): across hosts, what the TCP rendezvous gathered from
 // every rank's tcp_options::shares_cores; on one host, whether the ranks outnumber its CPUs.
 BOOST_AUTO_TEST_CASE(whether_ranks_share_cores) {

@@ -65,6 +65,18 @@ class hybrid_transport {
   /// Between hosts, messages cost what they cost over TCP: its thresholds. A job that turns out
   /// to be on one host runs as shared memory and takes shm's instead (`all_reduce_sizes`).
   static constexpr all_reduce_thresholds default_all_reduce = tcp_transport::default_all_reduce;
+  /// A job of several hosts some of which run two ranks or more: TCP's thresholds, but never
+  /// the parameter server where ranks crowd the cores. Its server receives every other rank's
+  /// message in turn, where the binomial tree's rounds inside a host cost a shm message each:
+  /// two network namespaces of two processes on 2 cores (benchmark/two_hosts.sh, 2026-12-06,
+  /// default_vs_fixed, two jobs each), 4 B to 16 KiB the tree 16-38 us against the parameter
+  /// server's 23-48, the default within 1.06x of the best fixed algorithm at 4 B to 256 KiB
+  /// (1.19-1.62x with the parameter server).
+  static constexpr all_reduce_thresholds mixed_all_reduce = [] {
+    auto t = tcp_transport::default_all_reduce;
+    t.parameter_server_below_if_cores_crowded = 0;
+    return t;
+  }();
 
   /// Joins the job described by `o` (TCP rendezvous through rank 0, then the shm rendezvous of
   /// this rank's host group; each bounded by the timeout).
@@ -231,10 +243,12 @@ class hybrid_transport {
   }
 
   /// Where the default all_reduce (`gcl::by_size`) switches algorithm: shm's thresholds when
-  /// every peer is reached through shared memory, else TCP's (a ring or a recursive doubling
-  /// with a link over TCP runs at that link's speed). The same on every rank.
+  /// every peer is reached through shared memory, TCP's when none is, and `mixed_all_reduce`
+  /// when some ranks share a host and some do not (a ring or a recursive doubling with a link
+  /// over TCP runs at that link's speed). The same on every rank.
   all_reduce_thresholds all_reduce_sizes() const noexcept {
-    return all_shm() ? shm_transport::default_all_reduce : tcp_transport::default_all_reduce;
+    if (all_shm()) return shm_transport::default_all_reduce;
+    return s_->mixed ? mixed_all_reduce : tcp_transport::default_all_reduce;
   }
   /// Whether ranks of the job share cores, as by_size asks: every rank's answer, exchanged at
   /// the TCP rendezvous (`tcp_transport::ranks_share_cores`); for a job on one host, whether its
@@ -378,6 +392,8 @@ class hybrid_transport {
     std::vector<transport_path> side;  // side[peer]
     std::vector<int> number;           // number[peer]: its rank on that side
     std::vector<int> group_ranks;
+    // Some two ranks of the job share a host, and not all of them (the same on every rank).
+    bool mixed = false;
     bool poisoned = false;
     std::string failure;
     call_info call{};
@@ -421,6 +437,11 @@ class hybrid_transport {
         if (o.mode == transport_mode::automatic ? keys[static_cast<std::size_t>(r)] == key
                                                 : r == rank)
           group_ranks.push_back(r);
+      if (o.mode == transport_mode::automatic)
+        for (auto const& k : keys) {
+          auto const on_its_host = std::count(keys.begin(), keys.end(), k);
+          mixed = mixed || (on_its_host > 1 && on_its_host < size);
+        }
       if (group_ranks.size() < 2) return;  // alone on its host: TCP to every peer
       for (std::size_t i = 0; i < group_ranks.size(); ++i) {
         side[static_cast<std::size_t>(group_ranks[i])] = transport_path::shm;
