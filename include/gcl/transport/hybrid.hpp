@@ -597,9 +597,11 @@ class hybrid_transport {
     if (!s.shm) return s.tcp->recv(peer, tg, in);  // nothing else to progress meanwhile
     // From another host, while the rings of this one keep moving: the shm engine waits (drains,
     // sleeps on this rank's futex, which the TCP I/O thread rings on every arrival) and looks
-    // for the message between drains, reading the peer's socket itself while it polls.
+    // for the message between drains, reading the peer's socket itself while it polls, with the
+    // receive posted so that the frame is read straight into `in`.
+    detail::tcp_impl::polled_recv message(*s.tcp, peer, tg, in);
     bool got = false;
-    auto ready = [&] { return got || (got = s.tcp->try_recv(peer, tg, in, true)); };
+    auto ready = [&] { return got || (got = message.poll()); };
     if (ready()) return;
     s.tcp->set_waiting_for(peer);  // what this rank answers the peers' status queries
     struct reset {

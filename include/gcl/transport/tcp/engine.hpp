@@ -192,45 +192,38 @@ class tcp_impl {
     if (parked_count_ > 0) post_io([this] { drain_parked(); });
   }
 
-  // recv without waiting: takes the oldest message from (peer, tg) into `in` if one has
-  // arrived whole; false if none has. Throws as recv does (a failure, a mismatch, a peer that
-  // closed its transport without sending it). `read_socket`: first reads what the peer's
-  // socket holds, on this thread, if no other thread is reading it: a caller that polls
-  // takes its message the moment it is there, with no wake-up of the I/O thread and of itself
-  // (tens of microseconds each where the cores are busy; hybrid_transport's cross-host recv).
-  bool try_recv(int peer, tag tg, std::span<std::byte> in, bool read_socket = false) {
-    check_peer(peer, "recv from");
-    std::unique_lock lock(mutex_);
-    throw_if_unusable(lock, "recv from", peer);
-    if (read_socket) rest_io(std::chrono::steady_clock::now(), true);
-    if (read_socket && peer != o_.rank && take_reader(peer)) {
-      lock.unlock();
-      pump(peer);
-      finish_reading(peer);
-      lock.lock();
-      throw_if_unusable(lock, "recv from", peer);
+  // A receive whose caller waits elsewhere and polls it (hybrid_transport, inside its shm
+  // engine's wait): posted as recv() posts one, so that whichever thread reads the peer's
+  // socket reads the matching frame's payload straight into `in`, with no pooled buffer and
+  // no copy; and each poll reads the socket on the caller's thread when no other thread is,
+  // while the I/O thread rests (rest_io): the message is taken the moment it is there, with no
+  // wake-up of the I/O thread and then of the caller (tens of microseconds each where the
+  // cores are busy). Ends unposted; if the caller gives up on a frame half read into `in` (a
+  // timeout, another failure), the connection ends, as a recv's would.
+  class polled_recv {
+   public:
+    polled_recv(tcp_impl& t, int peer, tag tg, std::span<std::byte> in)
+        : t_(t), pr_{peer, static_cast<std::uint32_t>(tg), in, {}} {
+      t.check_peer(peer, "recv from");
+      std::lock_guard lock(t.mutex_);
+      pr_.call = t.call_;
     }
-    auto it = inbox_.find(key(peer, tg));
-    if (it != inbox_.end() && !it->second.empty()) {
-      take_queued(lock, it->second, peer, tg, in);
-      return true;
+    polled_recv(polled_recv const&) = delete;
+    polled_recv& operator=(polled_recv const&) = delete;
+    ~polled_recv() {
+      std::unique_lock lock(t_.mutex_);
+      t_.unpost(lock, pr_);
     }
-    if (peer != o_.rank && peer_at(peer).finished) {
-      if (auto what = ended_disagreement(peer); !what.empty()) {
-        poison(errc::mismatch, what, true);
-        throw transport_error(errc::mismatch, what);
-      }
-      throw transport_error(errc::peer_closed,
-                            prefix() + "recv from " + peer_at(peer).where + " (" +
-                                std::to_string(in.size()) + " bytes, " + tag_text(tg) + ", " +
-                                describe(call_) +
-                                "): that rank closed its transport without sending it");
-    }
-    return false;
-  }
+    // True once the message is in `in`. Throws as recv does.
+    bool poll() { return t_.poll(pr_); }
 
-  // The caller that polled with try_recv(..., true) is about to sleep elsewhere: the I/O thread
-  // reads from now on (its rest ends), and the arrival hook tells the caller what came.
+   private:
+    tcp_impl& t_;
+    tcp_posted_recv pr_;
+  };
+
+  // The caller that polled a polled_recv is about to sleep elsewhere: the I/O thread reads from
+  // now on (its rest ends), and the arrival hook tells the caller what came.
   void caller_sleeps() { end_rest(); }
 
   // Which rank this rank's caller waits for (-1: none), for the answers to peers' status
@@ -414,17 +407,7 @@ class tcp_impl {
                                     describe(call_) +
                                     "): that rank closed its transport without sending it");
         }
-        if (peer != o_.rank && pr.st == tcp_posted_recv::idle && !in.empty()) {
-          pr.st = tcp_posted_recv::posted;
-          posted_ = &pr;
-          auto& from = peer_at(peer);
-          if (from.stage == tcp_peer::rx_stage::parked && from.rx.tag == pr.tg) {
-            // Its frame waits in the socket: read it now, into `in` (or find it wrong).
-            --parked_count_;
-            from.stage = tcp_peer::rx_stage::placing;
-            if (from.reading) from.recheck = true;
-          }
-        }
+        if (peer != o_.rank && pr.st == tcp_posted_recv::idle && !in.empty()) post_receive(pr);
       }
       // Whatever that peer sent is read here, by the thread that waits for it, when no other
       // thread is reading that socket: into `in` if it is the posted receive's frame (also on,
@@ -988,6 +971,62 @@ class tcp_impl {
   // connection is closed (the transport is failing anyway: the rest of that frame has nowhere
   // to go); if the I/O thread is reading into it now, we wait for the read to stop, because
   // the buffer belongs to our caller.
+  // Under mutex_: `pr` (idle, for a peer, not empty) becomes the receive that the next frame
+  // from its peer with its tag is read into.
+  void post_receive(tcp_posted_recv& pr) {
+    pr.st = tcp_posted_recv::posted;
+    posted_ = &pr;
+    auto& from = peer_at(pr.source);
+    if (from.stage == tcp_peer::rx_stage::parked && from.rx.tag == pr.tg) {
+      // Its frame waits in the socket: read it now, into `in` (or find it wrong).
+      --parked_count_;
+      from.stage = tcp_peer::rx_stage::placing;
+      if (from.reading) from.recheck = true;
+    }
+  }
+
+  // polled_recv::poll: one look, as receive() takes in its loop, without waiting.
+  bool poll(tcp_posted_recv& pr) {
+    int const peer = pr.source;
+    tag const tg{pr.tg};
+    std::unique_lock lock(mutex_);
+    if (pr.st == tcp_posted_recv::done) return true;
+    if (pr.st != tcp_posted_recv::claimed) {
+      if (unusable()) {
+        unpost(lock, pr);
+        throw_if_unusable(lock, "recv from", peer);
+      }
+      auto it = inbox_.find(key(peer, tg));
+      if (it != inbox_.end() && !it->second.empty()) {
+        unpost(lock, pr);
+        take_queued(lock, it->second, peer, tg, pr.in);
+        pr.st = tcp_posted_recv::done;
+        return true;
+      }
+      if (peer != o_.rank && peer_at(peer).finished) {
+        unpost(lock, pr);
+        if (auto what = ended_disagreement(peer); !what.empty()) {
+          poison(errc::mismatch, what, true);
+          throw transport_error(errc::mismatch, what);
+        }
+        throw transport_error(errc::peer_closed,
+                              prefix() + "recv from " + peer_at(peer).where + " (" +
+                                  std::to_string(pr.in.size()) + " bytes, " + tag_text(tg) + ", " +
+                                  describe(call_) +
+                                  "): that rank closed its transport without sending it");
+      }
+      if (peer != o_.rank && pr.st == tcp_posted_recv::idle && !pr.in.empty()) post_receive(pr);
+    }
+    rest_io(std::chrono::steady_clock::now(), true);
+    if (peer != o_.rank && take_reader(peer)) {
+      lock.unlock();
+      pump(peer);
+      finish_reading(peer);
+      lock.lock();
+    }
+    return pr.st == tcp_posted_recv::done;
+  }
+
   void unpost(std::unique_lock<std::mutex>& lock, tcp_posted_recv& pr) {
     if (pr.st == tcp_posted_recv::claimed) {
       auto& p = peer_at(pr.source);
@@ -1063,7 +1102,7 @@ class tcp_impl {
   // at rest_window after the last poll, when the caller sleeps (sleep_until), when anything is
   // posted to the I/O thread (post_io), or while the I/O thread has a write to finish.
   //
-  // Under hybrid_transport (an arrival hook) only while its caller polls with try_recv(..., true)
+  // Under hybrid_transport (an arrival hook) only while its caller polls a polled_recv
   // (`reads_itself`): otherwise it waits elsewhere, for frames that only the I/O thread reads,
   // and a caller that sleeps says so first (caller_sleeps).
   void rest_io(std::chrono::steady_clock::time_point now, bool reads_itself = false) {
