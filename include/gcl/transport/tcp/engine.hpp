@@ -967,10 +967,6 @@ class tcp_impl {
       found_mismatch(prefix() + two_calls(r, h.call, o_.rank, *mine));
   }
 
-  // Under mutex_: withdraws a posted receive. If part of a frame has been read into it, the
-  // connection is closed (the transport is failing anyway: the rest of that frame has nowhere
-  // to go); if the I/O thread is reading into it now, we wait for the read to stop, because
-  // the buffer belongs to our caller.
   // Under mutex_: `pr` (idle, for a peer, not empty) becomes the receive that the next frame
   // from its peer with its tag is read into.
   void post_receive(tcp_posted_recv& pr) {
@@ -1027,6 +1023,10 @@ class tcp_impl {
     return pr.st == tcp_posted_recv::done;
   }
 
+  // Under mutex_: withdraws a posted receive. If part of a frame has been read into it, the
+  // connection is closed (the transport is failing anyway: the rest of that frame has nowhere
+  // to go); if the I/O thread is reading into it now, we wait for the read to stop, because
+  // the buffer belongs to our caller.
   void unpost(std::unique_lock<std::mutex>& lock, tcp_posted_recv& pr) {
     if (pr.st == tcp_posted_recv::claimed) {
       auto& p = peer_at(pr.source);
