@@ -397,15 +397,7 @@ class tcp_impl {
         }
         if (peer != o_.rank && peer_at(peer).finished) {
           unpost(lock, pr);
-          if (auto what = ended_disagreement(peer); !what.empty()) {
-            poison(errc::mismatch, what, true);
-            throw transport_error(errc::mismatch, what);
-          }
-          throw transport_error(errc::peer_closed,
-                                prefix() + "recv from " + peer_at(peer).where + " (" +
-                                    std::to_string(in.size()) + " bytes, " + tag_text(tg) + ", " +
-                                    describe(call_) +
-                                    "): that rank closed its transport without sending it");
+          throw_never_sent(peer, tg, in.size());
         }
         if (peer != o_.rank && pr.st == tcp_posted_recv::idle && !in.empty()) post_receive(pr);
       }
@@ -967,6 +959,21 @@ class tcp_impl {
       found_mismatch(prefix() + two_calls(r, h.call, o_.rank, *mine));
   }
 
+  // Under mutex_: the receive of `bytes` from `peer` with `tg` finds that peer's transport
+  // ended without sending it: a disagreement about the calls if the peer's last frames show
+  // one, else the peer closed too early.
+  [[noreturn]] void throw_never_sent(int peer, tag tg, std::size_t bytes) {
+    if (auto what = ended_disagreement(peer); !what.empty()) {
+      poison(errc::mismatch, what, true);
+      throw transport_error(errc::mismatch, what);
+    }
+    throw transport_error(errc::peer_closed,
+                          prefix() + "recv from " + peer_at(peer).where + " (" +
+                              std::to_string(bytes) + " bytes, " + tag_text(tg) + ", " +
+                              describe(call_) +
+                              "): that rank closed its transport without sending it");
+  }
+
   // Under mutex_: `pr` (idle, for a peer, not empty) becomes the receive that the next frame
   // from its peer with its tag is read into.
   void post_receive(tcp_posted_recv& pr) {
@@ -1001,15 +1008,7 @@ class tcp_impl {
       }
       if (peer != o_.rank && peer_at(peer).finished) {
         unpost(lock, pr);
-        if (auto what = ended_disagreement(peer); !what.empty()) {
-          poison(errc::mismatch, what, true);
-          throw transport_error(errc::mismatch, what);
-        }
-        throw transport_error(errc::peer_closed,
-                              prefix() + "recv from " + peer_at(peer).where + " (" +
-                                  std::to_string(pr.in.size()) + " bytes, " + tag_text(tg) + ", " +
-                                  describe(call_) +
-                                  "): that rank closed its transport without sending it");
+        throw_never_sent(peer, tg, pr.in.size());
       }
       if (peer != o_.rank && pr.st == tcp_posted_recv::idle && !pr.in.empty()) post_receive(pr);
     }
