@@ -60,7 +60,7 @@ struct shm_options {
   /// the ranks of the whole machine in every network namespace: two containers of two ranks on
   /// 2 cores are four ranks on 2 cores, though each shm side has two. Measured so
   /// (benchmark/two_hosts.sh's namespaces, 2026-12-06, default_vs_fixed, two jobs each): 4 B
-  /// to 1 KiB all_reduce 17-19 us by the tree against 31-45, the default 23-25 against 48-56;
+  /// to 1 KiB all_reduce 17-19 us by the tree against 34-46, the default 23-25 against 48-57;
   /// from 64 KiB level.
   std::optional<bool> shares_cores;
   /// Bytes of each (sender, receiver) ring in the segment. 0: 4 MiB / size, clamped to
