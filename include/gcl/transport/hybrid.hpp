@@ -69,9 +69,9 @@ class hybrid_transport {
   /// the parameter server where ranks crowd the cores. Its server receives every other rank's
   /// message in turn, where the binomial tree's rounds inside a host cost a shm message each:
   /// two network namespaces of two processes on 2 cores (benchmark/two_hosts.sh, 2026-12-06,
-  /// default_vs_fixed, two jobs each), 4 B to 16 KiB the tree 16-38 us against the parameter
+  /// default_vs_fixed, two jobs each), 4 B to 16 KiB the tree 17-38 us against the parameter
   /// server's 23-48, the default within 1.06x of the best fixed algorithm at 4 B to 256 KiB
-  /// (1.19-1.62x with the parameter server).
+  /// (1.19-1.62x at 4 B to 16 KiB with the parameter server).
   static constexpr all_reduce_thresholds mixed_all_reduce = [] {
     auto t = tcp_transport::default_all_reduce;
     t.parameter_server_below_if_cores_crowded = 0;
