@@ -359,7 +359,6 @@ class tcp_impl {
     // disagree about (different roots of a reduce) exchange no message that could show it.
     auto query_interval = std::chrono::milliseconds(100);
     auto next_query = start + query_interval;
-    auto k = key(peer, tg);
     tcp_posted_recv pr{peer, static_cast<std::uint32_t>(tg), in, call_};
     auto progressed = start;  // when a large frame in or out last moved (drive_patience)
     waiting_for_ = peer;
@@ -375,12 +374,7 @@ class tcp_impl {
       auto const seen = events_.load(std::memory_order_relaxed);
       if (pr.st == tcp_posted_recv::done) return;
       if (pr.st != tcp_posted_recv::claimed) {
-        if (unusable()) {
-          unpost(lock, pr);
-          throw_if_unusable(lock, "recv from", peer);
-        }
-        auto it = inbox_.find(k);
-        if (it != inbox_.end() && !it->second.empty()) {
+        if (auto* queue = queued_or_post(lock, pr)) {
           // Queued before a wait that no event ended: the wait slept though the message was
           // there, until its time limit (the status queries' timer or the deadline). A bug of
           // this transport's, which cost a zero-byte message up to 100 ms until 2026-12-06 (the
@@ -391,15 +385,9 @@ class tcp_impl {
                             describe(call_) +
                             "): slept though its message had arrived, until a timer woke it "
                             "(a missed wake-up in gcl's TCP transport: please report it)");
-          unpost(lock, pr);
-          take_queued(lock, it->second, peer, tg, in);
+          take_queued(lock, *queue, peer, tg, in);
           return;
         }
-        if (peer != o_.rank && peer_at(peer).finished) {
-          unpost(lock, pr);
-          throw_never_sent(peer, tg, in.size());
-        }
-        if (peer != o_.rank && pr.st == tcp_posted_recv::idle && !in.empty()) post_receive(pr);
       }
       // Whatever that peer sent is read here, by the thread that waits for it, when no other
       // thread is reading that socket: into `in` if it is the posted receive's frame (also on,
@@ -988,6 +976,29 @@ class tcp_impl {
     }
   }
 
+  // Under mutex_, for receive() and poll(), with `pr` not claimed: throws what its receive
+  // meets (a failure, its peer ended without sending it); if its message has arrived, unposts
+  // `pr` and returns the queue that holds it; else posts `pr` (if it is idle, for a peer, and
+  // not empty) and returns null.
+  std::deque<tcp_message>* queued_or_post(std::unique_lock<std::mutex>& lock, tcp_posted_recv& pr) {
+    int const peer = pr.source;
+    if (unusable()) {
+      unpost(lock, pr);
+      throw_if_unusable(lock, "recv from", peer);
+    }
+    auto it = inbox_.find(key(peer, tag{pr.tg}));
+    if (it != inbox_.end() && !it->second.empty()) {
+      unpost(lock, pr);
+      return &it->second;
+    }
+    if (peer != o_.rank && peer_at(peer).finished) {
+      unpost(lock, pr);
+      throw_never_sent(peer, tag{pr.tg}, pr.in.size());
+    }
+    if (peer != o_.rank && pr.st == tcp_posted_recv::idle && !pr.in.empty()) post_receive(pr);
+    return nullptr;
+  }
+
   // polled_recv::poll: one look, as receive() takes in its loop, without waiting.
   bool poll(tcp_posted_recv& pr) {
     int const peer = pr.source;
@@ -995,22 +1006,11 @@ class tcp_impl {
     std::unique_lock lock(mutex_);
     if (pr.st == tcp_posted_recv::done) return true;
     if (pr.st != tcp_posted_recv::claimed) {
-      if (unusable()) {
-        unpost(lock, pr);
-        throw_if_unusable(lock, "recv from", peer);
-      }
-      auto it = inbox_.find(key(peer, tg));
-      if (it != inbox_.end() && !it->second.empty()) {
-        unpost(lock, pr);
-        take_queued(lock, it->second, peer, tg, pr.in);
+      if (auto* queue = queued_or_post(lock, pr)) {
+        take_queued(lock, *queue, peer, tg, pr.in);
         pr.st = tcp_posted_recv::done;
         return true;
       }
-      if (peer != o_.rank && peer_at(peer).finished) {
-        unpost(lock, pr);
-        throw_never_sent(peer, tg, pr.in.size());
-      }
-      if (peer != o_.rank && pr.st == tcp_posted_recv::idle && !pr.in.empty()) post_receive(pr);
     }
     rest_io(std::chrono::steady_clock::now(), true);
     if (peer != o_.rank && take_reader(peer)) {
