@@ -2,13 +2,16 @@
 # A job on two "hosts": gcl's default process transport (shared memory inside a host, TCP
 # between hosts) against TCP to every peer, in the same run.
 #
-#   benchmark/two_hosts.sh path/to/all_reduce [ranks_per_host=2] [rounds=5] [max_bytes=64M]
+#   benchmark/two_hosts.sh path/to/all_reduce [ranks_per_host=2] [rounds=5] [max_bytes=64M] [link_rate]
 #
 # Two network namespaces stand for two hosts (tools/netns-lab.sh: a veth pair each to a bridge
 # in a namespace of its own, addresses 10.79.0.0/24 that exist only inside them). Ranks 0 ..
 # n-1 run in the first, n .. 2n-1 in the second (n = ranks_per_host, blocks as mpirun and srun
 # place them). Ranks of one namespace share its abstract Unix sockets and so meet in a shm
 # segment; across namespaces only TCP reaches (doc/shm.md, "The right path per peer").
+# link_rate (like 1gbit or 10gbit) caps each namespace's link to the bridge in both directions
+# (tc's tbf), as the network between real hosts is slower than this machine's memory; without
+# it the namespaces talk at memory speed through the veth pairs.
 #
 # Each round runs benchmark/all_reduce twice, alternated: GCL_TRANSPORT=auto (hybrid_transport)
 # and GCL_TRANSPORT=tcp, float32 sum, calls back to back, 4 B to max_bytes by 4, the slowest
@@ -19,16 +22,18 @@
 set -u
 source "$(dirname "${BASH_SOURCE[0]}")/../scripts/cli.sh"
 gcl_cli_help_version "$@"
-(($# >= 1 && $# <= 4)) || gcl_cli_error "usage: two_hosts.sh path/to/all_reduce [ranks_per_host] [rounds] [max_bytes]"
+(($# >= 1 && $# <= 5)) || gcl_cli_error "usage: two_hosts.sh path/to/all_reduce [ranks_per_host] [rounds] [max_bytes] [link_rate]"
 [[ $1 != -* ]] || gcl_cli_error "unknown option '$1'"
 [[ -x $1 ]] || gcl_cli_error "'$1' is not an executable all_reduce benchmark"
 [[ -z ${2:-} ]] || gcl_cli_positive ranks_per_host "$2"
 [[ -z ${3:-} ]] || gcl_cli_positive rounds "$3"
 [[ -z ${4:-} || $4 =~ ^[0-9]+[KMG]?$ ]] || gcl_cli_error "max_bytes: '$4' is not a size like 4096, 64K or 64M"
+[[ -z ${5:-} || $5 =~ ^[0-9]+(\.[0-9]+)?[kmg]bit$ ]] || gcl_cli_error "link_rate: '$5' is not a rate like 100mbit, 1gbit or 2.5gbit"
 bench=$1
 per_host=${2:-2}
 rounds=${3:-5}
 max=${4:-64M}
+rate=${5:-}
 ranks=$((2 * per_host))
 id=gclm$$
 
@@ -49,6 +54,10 @@ case $? in
   2) echo "SKIP: cannot create network namespaces"; exit 77 ;;
   *) echo "FAIL: could not set up the namespaces"; exit 1 ;;
 esac
+if [[ -n $rate ]]; then
+  command -v tc >/dev/null || { echo "SKIP: needs iproute2's tc to cap the link at $rate"; exit 77; }
+  netns_lab_shape "$id" 2 "$rate" || { echo "FAIL: tc tbf could not cap the link at $rate"; exit 1; }
+fi
 out=$(mktemp -d)
 
 # run_job MODE ROUND: one job of every rank; rank 0's CSV rows, tagged, to $out/rows.
@@ -73,7 +82,7 @@ run_job() {
 }
 
 echo "# all_reduce, float32 sum, $ranks ranks on two pretend hosts (network namespaces) of" \
-  "$per_host, $rounds rounds; load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+  "$per_host, $rounds rounds${rate:+, their links capped at $rate}; load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 for ((r = 1; r <= rounds; ++r)); do
   run_job auto "$r"
   run_job tcp "$r"

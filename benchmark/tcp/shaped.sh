@@ -53,20 +53,8 @@ esac
 sleep 1
 out=$(mktemp -d)
 
-shape() {  # shape RATE: tbf on both ends of every rank's link
-  local rate=$1 burst
-  case "$rate" in
-    *gbit) burst=512kb ;;  # >= rate / timer frequency, else tbf cannot reach the rate
-    *) burst=64kb ;;
-  esac
-  for ((i = 0; i < ranks; ++i)); do
-    ip netns exec "$id-r$i" tc qdisc replace dev eth0 root tbf rate "$rate" burst "$burst" latency 100ms || return 1
-    ip netns exec "$id-br" tc qdisc replace dev "p$i" root tbf rate "$rate" burst "$burst" latency 100ms || return 1
-  done
-}
-
 for rate in $rates; do
-  if ! shape "$rate"; then
+  if ! netns_lab_shape "$id" "$ranks" "$rate"; then
     echo "tc tbf is not available in this kernel: cannot shape to $rate"
     continue
   fi
