@@ -297,7 +297,7 @@ BOOST_AUTO_TEST_CASE(the_default_all_reduce_follows_the_paths) {
     BOOST_TEST(rd1 == gcl::shm_transport::default_all_reduce.recursive_doubling_below);
     BOOST_TEST(ring1 == gcl::shm_transport::default_all_reduce.ring_from);
     BOOST_TEST(rd2 == gcl::tcp_transport::default_all_reduce.recursive_doubling_below);
-    BOOST_TEST(ring2 == gcl::tcp_transport::default_all_reduce.ring_from);
+    BOOST_TEST(ring2 == gcl::hybrid_transport::mixed_all_reduce_in_host_blocks.ring_from);
   }
   auto const on_one_host =
       gcl::detail::ranks_crowd_cpus(4)       ? stats({0, 0, 0, 0}, gcl::parameter_server{})
@@ -342,6 +342,50 @@ BOOST_AUTO_TEST_CASE(a_job_of_hosts_with_several_ranks_takes_no_parameter_server
   std::vector<int> const alone{0, 1, 2, 3};  // every rank on a host of its own: TCP's choice
   BOOST_TEST(sent(alone, gcl::by_size{}) == sent(alone, gcl::parameter_server{}),
              boost::test_tools::per_element());
+}
+
+// Where every host holds one block of consecutive ranks, all blocks of the same power of two
+// (ranks 0-1 on one host, 2-3 on the other, as mpirun and srun place them), halving-doubling's
+// pairs at distance 1, 2, ... stay inside a host until a rank holds its host's share of the
+// vector, so it sends the fewest bytes between hosts: by_size takes it instead of ring for
+// large messages. Any other layout keeps ring. Told by the messages each rank sends (ring 2 (P -
+// 1), halving-doubling 2 log2 P).
+BOOST_AUTO_TEST_CASE(hosts_in_blocks_take_halving_doubling_for_large_messages) {
+  constexpr std::size_t bytes = gcl::tcp_transport::default_all_reduce.ring_from;
+  static_assert(gcl::hybrid_transport::mixed_all_reduce.ring_from == bytes);
+  auto sent = [](std::vector<int> hosts, auto alg) {
+    auto o = scaled(std::move(hosts));
+    o.tcp.shares_cores = o.tcp.crowds_cores = false;
+    auto out = gcl::spawn<gcl::counting<gcl::hybrid_transport>>(
+        4,
+        [&](auto& comm) {
+          std::vector<float> v(bytes / sizeof(float), static_cast<float>(comm.rank() + 1));
+          gcl::all_reduce(comm, v, gcl::sum{}, alg);
+          return std::pair(v == std::vector<float>(v.size(), 10.0f),
+                           comm.transport().stats().messages_sent);
+        },
+        o);
+    std::vector<std::uint64_t> s;
+    for (auto const& [ok, n] : out) s.push_back(ok ? n : ~std::uint64_t{0});
+    return s;
+  };
+  auto const ring = gcl::by_size::ring_of(gcl::hybrid_transport::mixed_all_reduce, 4);
+  std::vector<int> const blocks{0, 0, 1, 1};
+  auto const in_blocks = sent(blocks, gcl::by_size{});
+  BOOST_TEST(in_blocks == sent(blocks, gcl::halving_doubling{}), boost::test_tools::per_element());
+  BOOST_TEST((in_blocks != sent(blocks, ring)));
+  // Interleaved, uneven, or three hosts for four ranks: ring, as over TCP alone.
+  for (auto hosts :
+       {std::vector<int>{0, 1, 0, 1}, std::vector<int>{0, 0, 0, 1}, std::vector<int>{0, 0, 1, 2}}) {
+    BOOST_TEST_INFO("hosts " << hosts[0] << hosts[1] << hosts[2] << hosts[3]);
+    BOOST_TEST(sent(hosts, gcl::by_size{}) == sent(hosts, ring), boost::test_tools::per_element());
+  }
+  using gcl::detail::hosts_in_power_of_two_blocks;
+  BOOST_TEST(hosts_in_power_of_two_blocks(std::vector<int>{0, 0, 0, 0, 1, 1, 1, 1}));
+  BOOST_TEST(hosts_in_power_of_two_blocks(std::vector<int>{5, 5, 3, 3, 9, 9, 1, 1}));
+  BOOST_TEST(!hosts_in_power_of_two_blocks(std::vector<int>{0, 0, 1, 1, 0, 0, 1, 1}));
+  BOOST_TEST(!hosts_in_power_of_two_blocks(std::vector<int>{0, 0, 0, 1, 1, 1}));
+  BOOST_TEST(!hosts_in_power_of_two_blocks(std::vector<int>{0, 0, 1, 1, 1, 1, 2, 2}));
 }
 
 // Whether ranks share cores (by_size asks): across hosts, what the TCP rendezvous gathered from

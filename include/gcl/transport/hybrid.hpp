@@ -77,6 +77,25 @@ class hybrid_transport {
     t.parameter_server_below_if_cores_crowded = 0;
     return t;
   }();
+  /// A mixed job whose hosts hold equal blocks of consecutive ranks, a power of two each, in a
+  /// job of a power of two (`detail::hosts_in_power_of_two_blocks`; as mpirun and srun place
+  /// ranks): halving-doubling wherever ring would run, and from `tree_below_if_cores_shared`
+  /// where a host has more than two ranks per CPU. Its pairs at distance 1, 2, ... stay inside
+  /// a host until each rank holds its host's share, so each host sends the others 2 (P - L) / P
+  /// of the vector (L ranks a host), the least an all_reduce can, where ring's one link out of
+  /// each host carries 2 (P - 1) / P. Two network namespaces of 2 processes on 2 cores, their
+  /// link capped at 2 Gbit/s (benchmark/two_hosts.sh, 2026-12-07): 4 to 64 MiB, TCP took
+  /// 1.21-1.48x its time where ring was level with it (both held by the link); uncapped, against
+  /// ring in blocks, four runs each: 4 MiB 1.00-1.55x, 16 MiB 0.87-1.29, 64 MiB 0.84-0.96 (there
+  /// the "link" is this machine's 2 cores); 4 + 4, one run, 1 to 64 MiB 1.10-1.82x
+  /// (benchmark/analysis.md, "Hosts in blocks").
+  static constexpr all_reduce_thresholds mixed_all_reduce_in_host_blocks = [] {
+    auto t = mixed_all_reduce;
+    t.ring_from = static_cast<std::size_t>(-1);
+    t.ring_from_if_cores_shared = 0;
+    t.tree_below_if_over_two_per_cpu = 0;
+    return t;
+  }();
 
   /// Joins the job described by `o` (TCP rendezvous through rank 0, then the shm rendezvous of
   /// this rank's host group; each bounded by the timeout).
@@ -245,10 +264,12 @@ class hybrid_transport {
   /// Where the default all_reduce (`gcl::by_size`) switches algorithm: shm's thresholds when
   /// every peer is reached through shared memory, TCP's when none is, and `mixed_all_reduce`
   /// when some ranks share a host and some do not (a ring or a recursive doubling with a link
-  /// over TCP runs at that link's speed). The same on every rank.
+  /// over TCP runs at that link's speed), `mixed_all_reduce_in_host_blocks` where those hosts
+  /// hold equal blocks of consecutive ranks, a power of two each. The same on every rank.
   all_reduce_thresholds all_reduce_sizes() const noexcept {
     if (all_shm()) return shm_transport::default_all_reduce;
-    return s_->mixed ? mixed_all_reduce : tcp_transport::default_all_reduce;
+    if (!s_->mixed) return tcp_transport::default_all_reduce;
+    return s_->hosts_in_blocks ? mixed_all_reduce_in_host_blocks : mixed_all_reduce;
   }
   /// Whether ranks of the job share cores, as by_size asks: every rank's answer, exchanged at
   /// the TCP rendezvous (`tcp_transport::ranks_share_cores`); for a job on one host, whether its
@@ -394,6 +415,8 @@ class hybrid_transport {
     std::vector<int> group_ranks;
     // Some two ranks of the job share a host, and not all of them (the same on every rank).
     bool mixed = false;
+    // And its hosts hold equal blocks of consecutive ranks, a power of two each (the same too).
+    bool hosts_in_blocks = false;
     bool poisoned = false;
     std::string failure;
     call_info call{};
@@ -437,11 +460,13 @@ class hybrid_transport {
         if (o.mode == transport_mode::automatic ? keys[static_cast<std::size_t>(r)] == key
                                                 : r == rank)
           group_ranks.push_back(r);
-      if (o.mode == transport_mode::automatic)
+      if (o.mode == transport_mode::automatic) {
         for (auto const& k : keys) {
           auto const on_its_host = std::count(keys.begin(), keys.end(), k);
           mixed = mixed || (on_its_host > 1 && on_its_host < size);
         }
+        hosts_in_blocks = mixed && detail::hosts_in_power_of_two_blocks(keys);
+      }
       if (group_ranks.size() < 2) return;  // alone on its host: TCP to every peer
       for (std::size_t i = 0; i < group_ranks.size(); ++i) {
         side[static_cast<std::size_t>(group_ranks[i])] = transport_path::shm;
