@@ -309,6 +309,28 @@ BOOST_AUTO_TEST_CASE(the_default_all_reduce_follows_the_paths) {
   BOOST_TEST((sent(one_host) != sent(two_hosts)));  // the two algorithms do differ here
 }
 
+// The messages each of 4 ranks split into `hosts` sends for one all_reduce of `floats` floats
+// with `alg`, told by the TCP rendezvous that the cores are shared and crowded, or neither; ~0
+// for a rank whose result is wrong.
+template <class Algorithm>
+std::vector<std::uint64_t> messages_sent(std::vector<int> hosts, bool crowded, std::size_t floats,
+                                         Algorithm alg) {
+  auto o = scaled(std::move(hosts));
+  o.tcp.shares_cores = o.tcp.crowds_cores = crowded;
+  auto out = gcl::spawn<gcl::counting<gcl::hybrid_transport>>(
+      4,
+      [&](auto& comm) {
+        std::vector<float> v(floats, static_cast<float>(comm.rank() + 1));
+        gcl::all_reduce(comm, v, gcl::sum{}, alg);
+        return std::pair(v == std::vector<float>(v.size(), 10.0f),
+                         comm.transport().stats().messages_sent);
+      },
+      o);
+  std::vector<std::uint64_t> s;
+  for (auto const& [ok, n] : out) s.push_back(ok ? n : ~std::uint64_t{0});
+  return s;
+}
+
 // Where ranks crowd the cores, by_size takes the parameter server for small messages over TCP
 // alone, but not in a job whose hosts run several ranks each (mixed_all_reduce): there the
 // binomial tree's rounds inside a host cost a shm message each. Told so by the messages each
@@ -319,20 +341,7 @@ BOOST_AUTO_TEST_CASE(a_job_of_hosts_with_several_ranks_takes_no_parameter_server
   static_assert(gcl::hybrid_transport::mixed_all_reduce.parameter_server_below_if_cores_crowded ==
                 0);
   auto sent = [](std::vector<int> hosts, auto alg) {
-    auto o = scaled(std::move(hosts));
-    o.tcp.shares_cores = o.tcp.crowds_cores = true;
-    auto out = gcl::spawn<gcl::counting<gcl::hybrid_transport>>(
-        4,
-        [&](auto& comm) {
-          std::vector<float> v(256, static_cast<float>(comm.rank() + 1));  // 1 KiB
-          gcl::all_reduce(comm, v, gcl::sum{}, alg);
-          return std::pair(v == std::vector<float>(v.size(), 10.0f),
-                           comm.transport().stats().messages_sent);
-        },
-        o);
-    std::vector<std::uint64_t> s;
-    for (auto const& [ok, n] : out) s.push_back(ok ? n : ~std::uint64_t{0});
-    return s;
+    return messages_sent(std::move(hosts), true, 256, alg);  // 1 KiB
   };
   for (auto hosts : {std::vector<int>{0, 0, 1, 1}, std::vector<int>{0, 0, 0, 1}}) {
     auto const by_size = sent(hosts, gcl::by_size{});
@@ -354,20 +363,7 @@ BOOST_AUTO_TEST_CASE(hosts_in_blocks_take_halving_doubling_for_large_messages) {
   constexpr std::size_t bytes = gcl::tcp_transport::default_all_reduce.ring_from;
   static_assert(gcl::hybrid_transport::mixed_all_reduce.ring_from == bytes);
   auto sent = [](std::vector<int> hosts, auto alg) {
-    auto o = scaled(std::move(hosts));
-    o.tcp.shares_cores = o.tcp.crowds_cores = false;
-    auto out = gcl::spawn<gcl::counting<gcl::hybrid_transport>>(
-        4,
-        [&](auto& comm) {
-          std::vector<float> v(bytes / sizeof(float), static_cast<float>(comm.rank() + 1));
-          gcl::all_reduce(comm, v, gcl::sum{}, alg);
-          return std::pair(v == std::vector<float>(v.size(), 10.0f),
-                           comm.transport().stats().messages_sent);
-        },
-        o);
-    std::vector<std::uint64_t> s;
-    for (auto const& [ok, n] : out) s.push_back(ok ? n : ~std::uint64_t{0});
-    return s;
+    return messages_sent(std::move(hosts), false, bytes / sizeof(float), alg);
   };
   auto const ring = gcl::by_size::ring_of(gcl::hybrid_transport::mixed_all_reduce, 4);
   std::vector<int> const blocks{0, 0, 1, 1};
