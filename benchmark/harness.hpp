@@ -27,6 +27,7 @@
 #include <gcl/algorithm/by_size.hpp>
 #include <gcl/algorithm/direct.hpp>
 #include <gcl/algorithm/halving_doubling.hpp>
+#include <gcl/algorithm/hierarchical.hpp>
 #include <gcl/algorithm/parameter_server.hpp>
 #include <gcl/algorithm/recursive_doubling.hpp>
 #include <gcl/algorithm/ring.hpp>

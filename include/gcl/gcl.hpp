@@ -13,6 +13,7 @@
 #include "algorithm/by_size.hpp"
 #include "algorithm/direct.hpp"
 #include "algorithm/halving_doubling.hpp"
+#include "algorithm/hierarchical.hpp"
 #include "algorithm/parameter_server.hpp"
 #include "algorithm/recursive_doubling.hpp"
 #include "algorithm/ring.hpp"

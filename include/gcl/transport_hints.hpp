@@ -95,6 +95,13 @@ struct all_reduce_thresholds {
   /// would first fold the extra ranks' whole vectors in, at a P that is not a power of two.
   /// 0: from `ring_from`. (Last, for the same reason.)
   std::size_t ring_from_if_cores_shared = 0;
+  /// From this size, `hierarchical` wherever halving-doubling or ring would run, where the
+  /// transport says which host each rank is on (a member `host_of_ranks()`, as
+  /// `hybrid_transport`'s) and the job spans two hosts or more that each run the same number of
+  /// ranks, two or more: each host then sends the others the least an all_reduce can, where
+  /// ring's one link out of a host carries nearly twice the vector. 0: never. (Last, for the
+  /// same reason.)
+  std::size_t hierarchical_from = 0;
 };
 
 }  // namespace gcl

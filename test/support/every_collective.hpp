@@ -6,6 +6,7 @@
 #include <gcl/algorithm/automatic.hpp>
 #include <gcl/algorithm/direct.hpp>
 #include <gcl/algorithm/halving_doubling.hpp>
+#include <gcl/algorithm/hierarchical.hpp>
 #include <gcl/algorithm/parameter_server.hpp>
 #include <gcl/algorithm/recursive_doubling.hpp>
 #include <gcl/algorithm/ring.hpp>
@@ -174,6 +175,7 @@ std::vector<record> run_all(Comm& comm, std::size_t large = 0,
   if (comm.size() > 1) run(gcl::parameter_server{.dedicated_server = true}, "ps-dedicated");
   run(gcl::recursive_doubling{}, "recursive_doubling");
   run(gcl::halving_doubling{}, "halving_doubling");
+  run(gcl::hierarchical{}, "hierarchical");  // ring where the transport names no hosts
   run(gcl::automatic{}, "automatic");
   return out;
 }

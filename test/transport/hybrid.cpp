@@ -17,6 +17,7 @@
 
 #include <gcl/algorithm/by_size.hpp>
 #include <gcl/algorithm/halving_doubling.hpp>
+#include <gcl/algorithm/hierarchical.hpp>
 #include <gcl/algorithm/parameter_server.hpp>
 #include <gcl/algorithm/recursive_doubling.hpp>
 #include <gcl/algorithm/ring.hpp>
@@ -297,7 +298,7 @@ BOOST_AUTO_TEST_CASE(the_default_all_reduce_follows_the_paths) {
     BOOST_TEST(rd1 == gcl::shm_transport::default_all_reduce.recursive_doubling_below);
     BOOST_TEST(ring1 == gcl::shm_transport::default_all_reduce.ring_from);
     BOOST_TEST(rd2 == gcl::tcp_transport::default_all_reduce.recursive_doubling_below);
-    BOOST_TEST(ring2 == gcl::hybrid_transport::mixed_all_reduce_in_host_blocks.ring_from);
+    BOOST_TEST(ring2 == gcl::tcp_transport::default_all_reduce.ring_from);
   }
   auto const on_one_host =
       gcl::detail::ranks_crowd_cpus(4)       ? stats({0, 0, 0, 0}, gcl::parameter_server{})
@@ -309,20 +310,21 @@ BOOST_AUTO_TEST_CASE(the_default_all_reduce_follows_the_paths) {
   BOOST_TEST((sent(one_host) != sent(two_hosts)));  // the two algorithms do differ here
 }
 
-// The messages each of 4 ranks split into `hosts` sends for one all_reduce of `floats` floats
+// The messages each rank of a job split into `hosts` sends for one all_reduce of `floats` floats
 // with `alg`, told by the TCP rendezvous that the cores are shared and crowded, or neither; ~0
 // for a rank whose result is wrong.
 template <class Algorithm>
 std::vector<std::uint64_t> messages_sent(std::vector<int> hosts, bool crowded, std::size_t floats,
                                          Algorithm alg) {
+  int const p = static_cast<int>(hosts.size());
   auto o = scaled(std::move(hosts));
   o.tcp.shares_cores = o.tcp.crowds_cores = crowded;
   auto out = gcl::spawn<gcl::counting<gcl::hybrid_transport>>(
-      4,
+      p,
       [&](auto& comm) {
         std::vector<float> v(floats, static_cast<float>(comm.rank() + 1));
         gcl::all_reduce(comm, v, gcl::sum{}, alg);
-        return std::pair(v == std::vector<float>(v.size(), 10.0f),
+        return std::pair(v == std::vector<float>(v.size(), static_cast<float>(p * (p + 1) / 2)),
                          comm.transport().stats().messages_sent);
       },
       o);
@@ -353,35 +355,89 @@ BOOST_AUTO_TEST_CASE(a_job_of_hosts_with_several_ranks_takes_no_parameter_server
              boost::test_tools::per_element());
 }
 
-// Where every host holds one block of consecutive ranks, all blocks of the same power of two
-// (ranks 0-1 on one host, 2-3 on the other, as mpirun and srun place them), halving-doubling's
-// pairs at distance 1, 2, ... stay inside a host until a rank holds its host's share of the
-// vector, so it sends the fewest bytes between hosts: by_size takes it instead of ring for
-// large messages. Any other layout keeps ring. Told by the messages each rank sends (ring 2 (P -
-// 1), halving-doubling 2 log2 P).
-BOOST_AUTO_TEST_CASE(hosts_in_blocks_take_halving_doubling_for_large_messages) {
-  constexpr std::size_t bytes = gcl::tcp_transport::default_all_reduce.ring_from;
-  static_assert(gcl::hybrid_transport::mixed_all_reduce.ring_from == bytes);
-  auto sent = [](std::vector<int> hosts, auto alg) {
-    return messages_sent(std::move(hosts), false, bytes / sizeof(float), alg);
-  };
-  auto const ring = gcl::by_size::ring_of(gcl::hybrid_transport::mixed_all_reduce, 4);
-  std::vector<int> const blocks{0, 0, 1, 1};
-  auto const in_blocks = sent(blocks, gcl::by_size{});
-  BOOST_TEST(in_blocks == sent(blocks, gcl::halving_doubling{}), boost::test_tools::per_element());
-  BOOST_TEST((in_blocks != sent(blocks, ring)));
-  // Interleaved, uneven, or three hosts for four ranks: ring, as over TCP alone.
-  for (auto hosts :
-       {std::vector<int>{0, 1, 0, 1}, std::vector<int>{0, 0, 0, 1}, std::vector<int>{0, 0, 1, 2}}) {
-    BOOST_TEST_INFO("hosts " << hosts[0] << hosts[1] << hosts[2] << hosts[3]);
-    BOOST_TEST(sent(hosts, gcl::by_size{}) == sent(hosts, ring), boost::test_tools::per_element());
+// The default in a mixed job whose hosts each run as many ranks: hierarchical from
+// `hierarchical_from` (64 KiB), and where ranks share cores from where the tree stops (1 MiB,
+// however many ranks a CPU runs); where the hosts differ in size, what TCP's thresholds pick.
+// Told by the messages each rank sends.
+BOOST_AUTO_TEST_CASE(a_job_of_equal_hosts_takes_hierarchical_for_large_messages) {
+  constexpr auto mixed = gcl::hybrid_transport::mixed_all_reduce;
+  static_assert(mixed.hierarchical_from == 64 * 1024 &&
+                gcl::tcp_transport::default_all_reduce.hierarchical_from == 0);
+  static_assert(mixed.tree_below_if_over_two_per_cpu == 0 &&
+                mixed.hierarchical_from < mixed.tree_below_if_cores_shared &&
+                mixed.tree_below_if_cores_shared < mixed.ring_from);
+  for (bool crowded : {false, true}) {
+    BOOST_TEST_INFO("cores shared and crowded: " << crowded);
+    std::size_t const from =
+        (crowded ? mixed.tree_below_if_cores_shared : mixed.hierarchical_from) / sizeof(float);
+    for (auto hosts : {std::vector<int>{0, 0, 1, 1}, std::vector<int>{0, 1, 0, 1},
+                       std::vector<int>{0, 0, 0, 1, 1, 1}}) {
+      BOOST_TEST_INFO("ranks " << hosts.size() << ", host of rank 1 " << hosts[1]);
+      BOOST_TEST(messages_sent(hosts, crowded, from, gcl::by_size{}) ==
+                     messages_sent(hosts, crowded, from, gcl::hierarchical{}),
+                 boost::test_tools::per_element());
+      if (crowded)
+        BOOST_TEST(messages_sent(hosts, crowded, from - 1, gcl::by_size{}) ==
+                       messages_sent(hosts, crowded, from - 1, gcl::tree{}),
+                   boost::test_tools::per_element());
+      else
+        BOOST_TEST((messages_sent(hosts, crowded, from - 1, gcl::by_size{}) !=
+                    messages_sent(hosts, crowded, from - 1, gcl::hierarchical{})));
+    }
+    std::vector<int> const uneven{0, 0, 0, 1};  // hosts of 3 and 1: TCP's choice
+    BOOST_TEST(messages_sent(uneven, crowded, from, gcl::by_size{}) ==
+                   messages_sent(uneven, crowded, from, gcl::halving_doubling{}),
+               boost::test_tools::per_element());
   }
-  using gcl::detail::hosts_in_power_of_two_blocks;
-  BOOST_TEST(hosts_in_power_of_two_blocks(std::vector<int>{0, 0, 0, 0, 1, 1, 1, 1}));
-  BOOST_TEST(hosts_in_power_of_two_blocks(std::vector<int>{5, 5, 3, 3, 9, 9, 1, 1}));
-  BOOST_TEST(!hosts_in_power_of_two_blocks(std::vector<int>{0, 0, 1, 1, 0, 0, 1, 1}));
-  BOOST_TEST(!hosts_in_power_of_two_blocks(std::vector<int>{0, 0, 0, 1, 1, 1}));
-  BOOST_TEST(!hosts_in_power_of_two_blocks(std::vector<int>{0, 0, 1, 1, 1, 1, 2, 2}));
+}
+
+// gcl::hierarchical: a reduce-scatter inside each host, an all_reduce across hosts, an
+// all-gather inside each host, whatever the placement, where every host runs as many ranks:
+// 2 (L - 1) + 2 (H - 1) messages a rank (L ranks on each of H hosts); ring's 2 (P - 1) where
+// the hosts differ in size. Every rank ends with the same bits, the exact sum here. by_size
+// takes it from `hierarchical_from`.
+BOOST_AUTO_TEST_CASE(hierarchical_reduces_inside_hosts_then_across) {
+  std::size_t const n = 1001;  // chunks of different sizes at every level
+  auto const ring = [&](std::size_t p) { return std::vector<std::uint64_t>(p, 2 * (p - 1)); };
+  auto const grid = [](std::size_t p, std::uint64_t l, std::uint64_t h) {
+    return std::vector<std::uint64_t>(p, 2 * (l - 1) + 2 * (h - 1));
+  };
+  BOOST_TEST(messages_sent({0, 0, 1, 1}, false, n, gcl::hierarchical{}) == grid(4, 2, 2),
+             boost::test_tools::per_element());
+  BOOST_TEST(messages_sent({0, 1, 0, 1}, false, n, gcl::hierarchical{}) == grid(4, 2, 2),
+             boost::test_tools::per_element());
+  BOOST_TEST(messages_sent({0, 0, 0, 1, 1, 1}, false, n, gcl::hierarchical{}) == grid(6, 3, 2),
+             boost::test_tools::per_element());
+  BOOST_TEST(messages_sent({2, 0, 1, 1, 0, 2}, false, n, gcl::hierarchical{}) == grid(6, 2, 3),
+             boost::test_tools::per_element());
+  BOOST_TEST(messages_sent({0, 0, 0, 1}, false, n, gcl::hierarchical{}) == ring(4),
+             boost::test_tools::per_element());
+  // by_size: recursive doubling below 4,002 bytes (2 messages a rank), hierarchical from there.
+  gcl::all_reduce_thresholds sizes = gcl::hybrid_transport::mixed_all_reduce;
+  sizes.recursive_doubling_below = sizes.hierarchical_from = 4002;
+  BOOST_TEST(messages_sent({0, 1, 1, 0}, false, n, gcl::by_size{.sizes = sizes}) == grid(4, 2, 2),
+             boost::test_tools::per_element());
+  BOOST_TEST(messages_sent({0, 1, 1, 0}, false, 1000, gcl::by_size{.sizes = sizes}) ==
+                 std::vector<std::uint64_t>(4, 2),
+             boost::test_tools::per_element());
+
+  // Not exact sums: every rank ends with the same bits all the same.
+  auto results = gcl::spawn<gcl::hybrid_transport>(
+      6,
+      [&](auto& comm) {
+        std::vector<float> v(n);
+        for (std::size_t i = 0; i < n; ++i)
+          v[i] = 1.0f / static_cast<float>(3 + i + 7 * static_cast<std::size_t>(comm.rank()));
+        gcl::all_reduce(comm, v, gcl::sum{}, gcl::hierarchical{});
+        return v;
+      },
+      scaled({0, 1, 2, 0, 1, 2}));
+  for (std::size_t r = 1; r < results.size(); ++r) {
+    BOOST_TEST_INFO("rank " << r);
+    BOOST_TEST((std::memcmp(results[r].data(), results[0].data(), n * sizeof(float)) == 0));
+  }
+  BOOST_TEST(std::abs(results[0][0] - (1.0f / 3 + 1.0f / 10 + 1.0f / 17 + 1.0f / 24 + 1.0f / 31 +
+                                       1.0f / 38)) < 1e-6f);
 }
 
 // Whether ranks share cores (by_size asks): across hosts, what the TCP rendezvous gathered from

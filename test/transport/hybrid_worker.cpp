@@ -11,6 +11,7 @@
 #include <gcl/algorithm/automatic.hpp>
 #include <gcl/algorithm/direct.hpp>
 #include <gcl/algorithm/halving_doubling.hpp>
+#include <gcl/algorithm/hierarchical.hpp>
 #include <gcl/algorithm/parameter_server.hpp>
 #include <gcl/algorithm/recursive_doubling.hpp>
 #include <gcl/algorithm/ring.hpp>
@@ -62,6 +63,7 @@ int algorithms(comm_t& comm) {
     ok &= one(comm, gcl::parameter_server{}, n, "parameter_server");
     ok &= one(comm, gcl::recursive_doubling{}, n, "recursive_doubling");
     ok &= one(comm, gcl::halving_doubling{}, n, "halving_doubling");
+    ok &= one(comm, gcl::hierarchical{}, n, "hierarchical");
     ok &= one(comm, gcl::automatic{}, n, "automatic");
   }
   if (ok) std::printf("rank %d: all_reduce with every algorithm on %d ranks: OK\n", comm.rank(), p);

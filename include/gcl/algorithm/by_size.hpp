@@ -40,7 +40,13 @@
 /// `halving_doubling_from_if_cores_crowded` and below its
 /// `halving_doubling_below_if_cores_crowded` (fewer rounds of the same bytes).
 ///
-/// A non-commutative operator never gets ring (it reorders operands); it gets halving-doubling.
+/// Across hosts, where the transport says which host each rank is on (a member
+/// `host_of_ranks()`, as `hybrid_transport`'s) and every host runs as many ranks, `hierarchical`
+/// from its `hierarchical_from` wherever halving-doubling or ring would run: it sends between
+/// hosts the least an all_reduce can.
+///
+/// A non-commutative operator never gets ring (it reorders operands), nor hierarchical; it gets
+/// halving-doubling.
 
 #include <algorithm>
 #include <bit>
@@ -55,6 +61,7 @@
 #include "../transport_hints.hpp"
 #include "direct.hpp"
 #include "halving_doubling.hpp"
+#include "hierarchical.hpp"
 #include "parameter_server.hpp"
 #include "recursive_doubling.hpp"
 #include "ring.hpp"
@@ -239,6 +246,10 @@ struct by_size {
     }
     if (bytes < recursive_doubling_below(t, comm.size()))
       return recursive_doubling{}.all_reduce(comm, data, op);
+    if constexpr (commutative_op<Op, T>)
+      if (t.hierarchical_from != 0 && bytes >= t.hierarchical_from)
+        if (detail::host_grid const g(detail::hosts_of_comm(comm), comm.rank()); g.spans_hosts())
+          return hierarchical::all_reduce_over(comm, data, op, g);
     if constexpr (commutative_op<Op, T>)
       if (bytes >= ring_from(t, cores_shared) &&
           !detail::halving_doubling_instead_of_ring(comm, t, bytes))

@@ -72,27 +72,20 @@ class hybrid_transport {
   /// default_vs_fixed, two jobs each), 4 B to 16 KiB the tree 17-38 us against the parameter
   /// server's 23-48, the default within 1.06x of the best fixed algorithm at 4 B to 256 KiB
   /// (1.19-1.62x at 4 B to 16 KiB with the parameter server).
+  ///
+  /// And where every host runs as many ranks, `gcl::hierarchical` from 64 KiB (reduce-scatter
+  /// inside each host, all_reduce across, all-gather inside): each host sends the others the
+  /// least an all_reduce can, where ring's one link out of a host carries nearly twice the
+  /// vector. Where ranks share cores the tree keeps its sizes below that (to 1 MiB, and no
+  /// further where a host has more than two ranks per CPU): fewer messages. Two network
+  /// namespaces of 3 processes on 2 cores, default_vs_fixed (2026-12-07, benchmark/analysis.md,
+  /// "Hierarchical"): with their link capped at 2 Gbit/s, from 1 MiB to 64 MiB 0.53-0.82x the
+  /// time of what by_size took before (the tree to 2 MiB, ring from there); at 2 + 2 level with
+  /// halving-doubling, which moves the same bytes there.
   static constexpr all_reduce_thresholds mixed_all_reduce = [] {
     auto t = tcp_transport::default_all_reduce;
     t.parameter_server_below_if_cores_crowded = 0;
-    return t;
-  }();
-  /// A mixed job whose hosts hold equal blocks of consecutive ranks, a power of two each, in a
-  /// job of a power of two (`detail::hosts_in_power_of_two_blocks`; as mpirun and srun place
-  /// ranks): halving-doubling wherever ring would run, and from `tree_below_if_cores_shared`
-  /// where a host has more than two ranks per CPU. Its pairs at distance 1, 2, ... stay inside
-  /// a host until each rank holds its host's share, so each host sends the others 2 (P - L) / P
-  /// of the vector (L ranks a host), the least an all_reduce can, where ring's one link out of
-  /// each host carries 2 (P - 1) / P. Two network namespaces of 2 processes on 2 cores, their
-  /// link capped at 2 Gbit/s (benchmark/two_hosts.sh, 2026-12-07): 4 to 64 MiB, TCP took
-  /// 1.21-1.48x its time where ring was level with it (both held by the link); uncapped, against
-  /// ring in blocks, four runs each: 4 MiB 1.00-1.55x, 16 MiB 0.87-1.29, 64 MiB 0.84-0.96 (there
-  /// the "link" is this machine's 2 cores); 4 + 4, one run, 1 to 64 MiB 1.10-1.82x
-  /// (benchmark/analysis.md, "Hosts in blocks").
-  static constexpr all_reduce_thresholds mixed_all_reduce_in_host_blocks = [] {
-    auto t = mixed_all_reduce;
-    t.ring_from = static_cast<std::size_t>(-1);
-    t.ring_from_if_cores_shared = 0;
+    t.hierarchical_from = 64 * 1024;
     t.tree_below_if_over_two_per_cpu = 0;
     return t;
   }();
@@ -245,6 +238,10 @@ class hybrid_transport {
   /// The ranks of this rank's host group, in order (itself alone when it has none, or under
   /// GCL_TRANSPORT=tcp).
   std::vector<int> const& host_group() const noexcept { return s_->group_ranks; }
+  /// The host of each rank, named by the lowest rank on it (0 for every rank under
+  /// GCL_TRANSPORT=shm): from the host keys of the TCP rendezvous, the same on every rank.
+  /// `gcl::hierarchical` and the default all_reduce ask it.
+  std::vector<int> const& host_of_ranks() const noexcept { return s_->host_number; }
   /// Whether this rank holds a TCP side (it has a peer on another host, or GCL_TRANSPORT=tcp).
   bool has_tcp() const noexcept { return s_->tcp != nullptr; }
   /// n elements of T in this rank's pool on the shm side (`shm_transport::allocate`): a large
@@ -264,12 +261,10 @@ class hybrid_transport {
   /// Where the default all_reduce (`gcl::by_size`) switches algorithm: shm's thresholds when
   /// every peer is reached through shared memory, TCP's when none is, and `mixed_all_reduce`
   /// when some ranks share a host and some do not (a ring or a recursive doubling with a link
-  /// over TCP runs at that link's speed), `mixed_all_reduce_in_host_blocks` where those hosts
-  /// hold equal blocks of consecutive ranks, a power of two each. The same on every rank.
+  /// over TCP runs at that link's speed). The same on every rank.
   all_reduce_thresholds all_reduce_sizes() const noexcept {
     if (all_shm()) return shm_transport::default_all_reduce;
-    if (!s_->mixed) return tcp_transport::default_all_reduce;
-    return s_->hosts_in_blocks ? mixed_all_reduce_in_host_blocks : mixed_all_reduce;
+    return s_->mixed ? mixed_all_reduce : tcp_transport::default_all_reduce;
   }
   /// Whether ranks of the job share cores, as by_size asks: every rank's answer, exchanged at
   /// the TCP rendezvous (`tcp_transport::ranks_share_cores`); for a job on one host, whether its
@@ -413,10 +408,9 @@ class hybrid_transport {
     std::vector<transport_path> side;  // side[peer]
     std::vector<int> number;           // number[peer]: its rank on that side
     std::vector<int> group_ranks;
+    std::vector<int> host_number;  // host_of_ranks()
     // Some two ranks of the job share a host, and not all of them (the same on every rank).
     bool mixed = false;
-    // And its hosts hold equal blocks of consecutive ranks, a power of two each (the same too).
-    bool hosts_in_blocks = false;
     bool poisoned = false;
     std::string failure;
     call_info call{};
@@ -435,6 +429,7 @@ class hybrid_transport {
       if (o.mode == transport_mode::shm) {
         if (prebound_fd >= 0) ::close(prebound_fd);
         for (int r = 0; r < size; ++r) group_ranks.push_back(r);
+        host_number.assign(static_cast<std::size_t>(size), 0);
         try {
           shm = std::make_unique<detail::shm_impl>(shm_side(o.tcp.token, -1), std::move(shm_abort));
         } catch (transport_error const& e) {
@@ -456,17 +451,18 @@ class hybrid_transport {
       t.connect_same_host = o.mode == transport_mode::tcp;
       tcp = std::make_unique<detail::tcp_impl>(t, std::move(tcp_abort), prebound_fd);
       auto const& keys = tcp->host_keys();
+      for (std::size_t r = 0; r < keys.size(); ++r)
+        host_number.push_back(
+            static_cast<int>(std::find(keys.begin(), keys.end(), keys[r]) - keys.begin()));
       for (int r = 0; r < size; ++r)
         if (o.mode == transport_mode::automatic ? keys[static_cast<std::size_t>(r)] == key
                                                 : r == rank)
           group_ranks.push_back(r);
-      if (o.mode == transport_mode::automatic) {
+      if (o.mode == transport_mode::automatic)
         for (auto const& k : keys) {
           auto const on_its_host = std::count(keys.begin(), keys.end(), k);
           mixed = mixed || (on_its_host > 1 && on_its_host < size);
         }
-        hosts_in_blocks = mixed && detail::hosts_in_power_of_two_blocks(keys);
-      }
       if (group_ranks.size() < 2) return;  // alone on its host: TCP to every peer
       for (std::size_t i = 0; i < group_ranks.size(); ++i) {
         side[static_cast<std::size_t>(group_ranks[i])] = transport_path::shm;

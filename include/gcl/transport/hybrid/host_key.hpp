@@ -7,13 +7,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <array>
-#include <bit>
-#include <cstddef>
 #include <cstdint>
 #include <cstring>
-#include <vector>
 
 #include "../../detail/boot_id.hpp"
 
@@ -46,24 +42,6 @@ inline std::array<std::uint8_t, 32> test_host_key(int host) {
   auto h = static_cast<std::uint32_t>(host);
   std::memcpy(k.data() + 16, &h, 4);
   return k;
-}
-
-// Whether the job's hosts hold equal blocks of consecutive ranks, a power of two each, in a job
-// of a power of two of ranks (`keys[r]`: rank r's host key), as mpirun and srun place ranks by
-// default: then halving-doubling's pairs at distance 1, 2, ... stay inside a host until each
-// rank holds its host's share of the vector (hybrid_transport::mixed_all_reduce_in_host_blocks).
-template <class Key>
-bool hosts_in_power_of_two_blocks(std::vector<Key> const& keys) {
-  std::size_t const p = keys.size();
-  std::size_t block = 1;
-  while (block < p && keys[block] == keys[0]) ++block;
-  if (!std::has_single_bit(p) || !std::has_single_bit(block)) return false;
-  for (std::size_t r = 0; r < p; ++r)
-    if (keys[r] != keys[r - r % block]) return false;  // a block split over hosts
-  for (std::size_t b = block; b < p; b += block)       // a host with two blocks
-    for (std::size_t c = 0; c < b; c += block)
-      if (keys[b] == keys[c]) return false;
-  return true;
 }
 
 }  // namespace gcl::detail

@@ -1,0 +1,163 @@
+#pragma once
+/// \file
+/// `gcl::hierarchical`: all_reduce by hosts, for jobs whose ranks share memory within a host
+/// and a network between hosts (`hybrid_transport`). Three rings:
+///
+/// 1. inside each host, a ring reduce-scatter over its L ranks: local rank l ends with chunk l
+///    of the vector (one of L) combined over the host;
+/// 2. across hosts, a ring all_reduce of that chunk among the H ranks of local rank l (one on
+///    each host): chunk l combined over every host;
+/// 3. inside each host, a ring all-gather of the L chunks.
+///
+/// Each host sends the others 2 (H - 1) / H of the vector, the least an all_reduce can (ring's
+/// one link out of a host carries 2 (P - 1) / P; with L = 2 and H = 2, N against 1.5 N), spread
+/// over its L ranks, for any placement of the ranks on the hosts (in blocks or interleaved) and
+/// any L and H. Each rank sends 2 (L - 1) + 2 (H - 1) messages, against ring's 2 (P - 1).
+///
+/// Needs every host to run the same number of ranks, and the transport to say which host each
+/// rank is on (a member `host_of_ranks()`: one number per rank, the same on every rank, as
+/// `hybrid_transport`'s); otherwise it runs `ring`. Each chunk is combined on one rank and then
+/// copied, so every rank ends with bit-identical results; a commutative operator is needed
+/// (the rings reorder operands).
+
+#include <algorithm>
+#include <cstddef>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "../communicator.hpp"
+#include "../detail/chunk.hpp"
+#include "ring.hpp"
+
+namespace gcl {
+
+namespace detail {
+
+// The host number of each rank of `comm` (its transport's `host_of_ranks()`, looked for through
+// decorators such as `counting`, mapped through the communicator's ranks), or empty where the
+// transport does not say.
+template <class Transport>
+std::vector<int> const* host_numbers_of(Transport const& t) {
+  if constexpr (requires {
+                  { t.host_of_ranks() } -> std::convertible_to<std::vector<int> const&>;
+                })
+    return &t.host_of_ranks();
+  else if constexpr (requires { t.inner(); })
+    return host_numbers_of(t.inner());
+  else
+    return nullptr;
+}
+
+template <class Comm>
+std::vector<int> hosts_of_comm(Comm& comm) {
+  std::vector<int> out;
+  if constexpr (requires { comm.transport(); }) {
+    auto const* all = host_numbers_of(comm.transport());
+    if (all == nullptr) return out;
+    for (int r = 0; r < comm.size(); ++r)
+      out.push_back((*all)[static_cast<std::size_t>(comm.transport_rank(r))]);
+  }
+  return out;
+}
+
+// This rank's place in the grid of hosts x local ranks: `local`, the ranks of its host in rank
+// order; `across`, the ranks with its local number, one per host, in the order of the hosts'
+// first ranks. Empty (`valid()` false) unless every host runs the same number of ranks.
+struct host_grid {
+  std::vector<int> local, across;
+  int local_index = 0, across_index = 0;
+
+  host_grid(std::vector<int> const& host, int rank) {
+    // Each host's ranks in rank order, the hosts in the order of their first ranks.
+    std::vector<std::vector<int>> members;
+    for (std::size_t r = 0; r < host.size(); ++r) {
+      auto same = std::find_if(members.begin(), members.end(), [&](std::vector<int> const& m) {
+        return host[static_cast<std::size_t>(m.front())] == host[r];
+      });
+      if (same == members.end()) same = members.emplace(members.end());
+      same->push_back(static_cast<int>(r));
+    }
+    for (auto const& m : members)
+      if (m.size() != members.front().size()) return;  // hosts of different sizes
+    for (std::size_t h = 0; h < members.size(); ++h) {
+      auto at = std::find(members[h].begin(), members[h].end(), rank);
+      if (at == members[h].end()) continue;
+      local = members[h];
+      local_index = static_cast<int>(at - members[h].begin());
+      across_index = static_cast<int>(h);
+    }
+    if (local.empty()) return;
+    for (auto const& m : members) across.push_back(m[static_cast<std::size_t>(local_index)]);
+  }
+  bool valid() const noexcept { return !local.empty(); }
+  // Two hosts or more, two ranks or more on each: where the three rings differ from one ring.
+  bool spans_hosts() const noexcept { return local.size() >= 2 && across.size() >= 2; }
+};
+
+// Ring reduce-scatter of `data` (cut into ranks.size() chunks by `chunks`) among `ranks`, this
+// rank at `at`: afterwards chunk `at` holds the combination of every rank's. Same schedule as
+// ring's phase I, shifted so that each rank ends with its own chunk.
+template <class Comm, class T, class Op>
+void ring_reduce_scatter_among(Comm& comm, std::vector<int> const& ranks, int at, std::span<T> data,
+                               chunk_layout const& chunks, Op const& op) {
+  int const p = static_cast<int>(ranks.size());
+  int const left = ranks[static_cast<std::size_t>(mod(at - 1, p))],
+            right = ranks[static_cast<std::size_t>(mod(at + 1, p))];
+  auto chunk = [&](int c) { return data.subspan(chunks.offset(c), chunks.size(c)); };
+  constexpr int first = 1;  // step 1 sends chunk at + 1; after p - 1 steps chunk at is whole
+  for (int i = 1; i <= p - 1; ++i)
+    comm.sendrecv_reduce(left, std::span<T const>(chunk(ring_send_chunk(at, i, p, first))), right,
+                         chunk(ring_recv_chunk(at, i, p, first)), op, received_operand::right,
+                         collective_tag);
+}
+
+// Ring all-gather among `ranks`, this rank at `at` holding chunk `at` of `data`: afterwards every
+// chunk is everyone's.
+template <class Comm, class T>
+void ring_all_gather_among(Comm& comm, std::vector<int> const& ranks, int at, std::span<T> data,
+                           chunk_layout const& chunks) {
+  int const p = static_cast<int>(ranks.size());
+  int const left = ranks[static_cast<std::size_t>(mod(at - 1, p))],
+            right = ranks[static_cast<std::size_t>(mod(at + 1, p))];
+  auto chunk = [&](int c) { return data.subspan(chunks.offset(c), chunks.size(c)); };
+  for (int i = 1; i <= p - 1; ++i)
+    comm.sendrecv(left, std::span<T const>(chunk(ring_send_chunk(at, i, p, 0))), right,
+                  chunk(ring_recv_chunk(at, i, p, 0)), collective_tag);
+}
+
+}  // namespace detail
+
+/// Reduce-scatter inside each host, all_reduce across hosts, all-gather inside each host (see
+/// the file comment):
+///
+///     gcl::all_reduce(comm, v, gcl::sum{}, gcl::hierarchical{});
+struct hierarchical {
+  static constexpr std::string_view name = "hierarchical";
+  /// Its rings combine chunks in a different operand order on each rank.
+  static constexpr bool needs_commutative = true;
+
+  template <class Comm, class T, class Op>
+  void all_reduce(Comm& comm, std::span<T> data, Op const& op) const {
+    if (comm.size() == 1) return;
+    detail::host_grid const g(detail::hosts_of_comm(comm), comm.rank());
+    if (!g.valid()) return ring{}.all_reduce(comm, data, op);
+    all_reduce_over(comm, data, op, g);
+  }
+
+  /// The same over the grid `g` of this communicator's hosts (valid), which by_size has made.
+  template <class Comm, class T, class Op>
+  static void all_reduce_over(Comm& comm, std::span<T> data, Op const& op,
+                              detail::host_grid const& g) {
+    int const l = static_cast<int>(g.local.size()), h = static_cast<int>(g.across.size());
+    detail::chunk_layout const in_host{data.size(), l};
+    detail::ring_reduce_scatter_among(comm, g.local, g.local_index, data, in_host, op);
+    auto mine = data.subspan(in_host.offset(g.local_index), in_host.size(g.local_index));
+    detail::chunk_layout const across{mine.size(), h};
+    detail::ring_reduce_scatter_among(comm, g.across, g.across_index, mine, across, op);
+    detail::ring_all_gather_among(comm, g.across, g.across_index, mine, across);
+    detail::ring_all_gather_among(comm, g.local, g.local_index, data, in_host);
+  }
+};
+
+}  // namespace gcl
