@@ -246,14 +246,14 @@ struct by_size {
     }
     if (bytes < recursive_doubling_below(t, comm.size()))
       return recursive_doubling{}.all_reduce(comm, data, op);
-    if constexpr (commutative_op<Op, T>)
+    if constexpr (commutative_op<Op, T>) {
       if (t.hierarchical_from != 0 && bytes >= t.hierarchical_from)
         if (detail::host_grid const g(detail::hosts_of_comm(comm), comm.rank()); g.spans_hosts())
           return hierarchical::all_reduce_over(comm, data, op, g);
-    if constexpr (commutative_op<Op, T>)
       if (bytes >= ring_from(t, cores_shared) &&
           !detail::halving_doubling_instead_of_ring(comm, t, bytes))
         return ring_of(t, comm.size(), cores_shared).all_reduce(comm, data, op);
+    }
     halving_doubling{}.all_reduce(comm, data, op);
   }
 };

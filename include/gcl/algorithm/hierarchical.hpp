@@ -22,6 +22,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <map>
 #include <span>
 #include <string_view>
 #include <vector>
@@ -69,25 +70,23 @@ struct host_grid {
   int local_index = 0, across_index = 0;
 
   host_grid(std::vector<int> const& host, int rank) {
-    // Each host's ranks in rank order, the hosts in the order of their first ranks.
+    // Each host's ranks in rank order, the hosts in the order of their first ranks. by_size
+    // builds this on every call from hierarchical_from: one lookup a rank, not a search of the
+    // hosts found so far.
     std::vector<std::vector<int>> members;
+    std::map<int, std::size_t> index_of_host;
     for (std::size_t r = 0; r < host.size(); ++r) {
-      auto same = std::find_if(members.begin(), members.end(), [&](std::vector<int> const& m) {
-        return host[static_cast<std::size_t>(m.front())] == host[r];
-      });
-      if (same == members.end()) same = members.emplace(members.end());
-      same->push_back(static_cast<int>(r));
+      auto [at, added] = index_of_host.try_emplace(host[r], members.size());
+      if (added) members.emplace_back();
+      members[at->second].push_back(static_cast<int>(r));
     }
     for (auto const& m : members)
       if (m.size() != members.front().size()) return;  // hosts of different sizes
-    for (std::size_t h = 0; h < members.size(); ++h) {
-      auto at = std::find(members[h].begin(), members[h].end(), rank);
-      if (at == members[h].end()) continue;
-      local = members[h];
-      local_index = static_cast<int>(at - members[h].begin());
-      across_index = static_cast<int>(h);
-    }
-    if (local.empty()) return;
+    if (rank < 0 || static_cast<std::size_t>(rank) >= host.size()) return;
+    std::size_t const h = index_of_host.at(host[static_cast<std::size_t>(rank)]);
+    local = members[h];
+    local_index = static_cast<int>(std::find(local.begin(), local.end(), rank) - local.begin());
+    across_index = static_cast<int>(h);
     for (auto const& m : members) across.push_back(m[static_cast<std::size_t>(local_index)]);
   }
   bool valid() const noexcept { return !local.empty(); }
