@@ -356,9 +356,11 @@ BOOST_AUTO_TEST_CASE(a_job_of_hosts_with_several_ranks_takes_no_parameter_server
 }
 
 // The default in a mixed job whose hosts each run as many ranks: hierarchical from
-// `hierarchical_from` (64 KiB), and where ranks share cores from where the tree stops (1 MiB,
-// however many ranks a CPU runs); where the hosts differ in size, what TCP's thresholds pick.
-// Told by the messages each rank sends.
+// `hierarchical_from` (64 KiB); where ranks share cores, the tree to 1 MiB first (however many
+// ranks a CPU runs) if its edges cross between hosts only once into each host (ranks in
+// power-of-two blocks), and otherwise not, as it would move the vector between hosts several
+// times; where the hosts differ in size, what TCP's thresholds pick. Told by the messages each
+// rank sends.
 BOOST_AUTO_TEST_CASE(a_job_of_equal_hosts_takes_hierarchical_for_large_messages) {
   constexpr auto mixed = gcl::hybrid_transport::mixed_all_reduce;
   static_assert(mixed.hierarchical_from == 64 * 1024 &&
@@ -366,17 +368,23 @@ BOOST_AUTO_TEST_CASE(a_job_of_equal_hosts_takes_hierarchical_for_large_messages)
   static_assert(mixed.tree_below_if_over_two_per_cpu == 0 &&
                 mixed.hierarchical_from < mixed.tree_below_if_cores_shared &&
                 mixed.tree_below_if_cores_shared < mixed.ring_from);
+  struct placement {
+    std::vector<int> hosts;
+    bool tree_crosses_once_into_each_host;
+  };
   for (bool crowded : {false, true}) {
     BOOST_TEST_INFO("cores shared and crowded: " << crowded);
-    std::size_t const from =
-        (crowded ? mixed.tree_below_if_cores_shared : mixed.hierarchical_from) / sizeof(float);
-    for (auto hosts : {std::vector<int>{0, 0, 1, 1}, std::vector<int>{0, 1, 0, 1},
-                       std::vector<int>{0, 0, 0, 1, 1, 1}}) {
+    for (auto const& [hosts, tree_crosses_least] :
+         {placement{{0, 0, 1, 1}, true}, placement{{0, 0, 1, 1, 2, 2}, true},
+          placement{{0, 1, 0, 1}, false}, placement{{0, 0, 0, 1, 1, 1}, false}}) {
       BOOST_TEST_INFO("ranks " << hosts.size() << ", host of rank 1 " << hosts[1]);
+      bool const tree_first = crowded && tree_crosses_least;
+      std::size_t const from =
+          (tree_first ? mixed.tree_below_if_cores_shared : mixed.hierarchical_from) / sizeof(float);
       BOOST_TEST(messages_sent(hosts, crowded, from, gcl::by_size{}) ==
                      messages_sent(hosts, crowded, from, gcl::hierarchical{}),
                  boost::test_tools::per_element());
-      if (crowded)
+      if (crowded)  // the tree below `from` (below 64 KiB for every placement)
         BOOST_TEST(messages_sent(hosts, crowded, from - 1, gcl::by_size{}) ==
                        messages_sent(hosts, crowded, from - 1, gcl::tree{}),
                    boost::test_tools::per_element());
@@ -384,6 +392,8 @@ BOOST_AUTO_TEST_CASE(a_job_of_equal_hosts_takes_hierarchical_for_large_messages)
         BOOST_TEST((messages_sent(hosts, crowded, from - 1, gcl::by_size{}) !=
                     messages_sent(hosts, crowded, from - 1, gcl::hierarchical{})));
     }
+    std::size_t const from =
+        (crowded ? mixed.tree_below_if_cores_shared : mixed.hierarchical_from) / sizeof(float);
     std::vector<int> const uneven{0, 0, 0, 1};  // hosts of 3 and 1: TCP's choice
     BOOST_TEST(messages_sent(uneven, crowded, from, gcl::by_size{}) ==
                    messages_sent(uneven, crowded, from, gcl::halving_doubling{}),

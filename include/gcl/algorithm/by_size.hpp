@@ -43,7 +43,9 @@
 /// Across hosts, where the transport says which host each rank is on (a member
 /// `host_of_ranks()`, as `hybrid_transport`'s) and every host runs as many ranks, `hierarchical`
 /// from its `hierarchical_from` wherever halving-doubling or ring would run: it sends between
-/// hosts the least an all_reduce can.
+/// hosts the least an all_reduce can. And where the tree would, unless the tree's edges cross
+/// between hosts only as often as any tree's must (once into each host: ranks in power-of-two
+/// blocks), where it moves no more bytes between hosts in fewer messages.
 ///
 /// A non-commutative operator never gets ring (it reorders operands), nor hierarchical; it gets
 /// halving-doubling.
@@ -55,6 +57,7 @@
 #include <optional>
 #include <span>
 #include <string_view>
+#include <utility>
 
 #include "../cost_model.hpp"
 #include "../op.hpp"
@@ -237,19 +240,26 @@ struct by_size {
         comm.size() <= parameter_server_max_ranks &&
         detail::hint_of(comm, detail::ranks_crowd_cores))
       return parameter_server{}.all_reduce(comm, data, op);
+    // The grid of hosts where hierarchical may run: from its size, across hosts of as many ranks.
+    std::optional<detail::host_grid> hosts;
+    if constexpr (commutative_op<Op, T>)
+      if (t.hierarchical_from != 0 && bytes >= t.hierarchical_from)
+        if (detail::host_grid g(detail::hosts_of_comm(comm), comm.rank()); g.spans_hosts())
+          hosts.emplace(std::move(g));
     if (cores_shared && bytes >= t.tree_from_if_cores_shared) {
       std::size_t tree_below = t.tree_below_if_cores_shared;
       if (t.tree_below_if_over_two_per_cpu > tree_below &&
           detail::hint_of(comm, detail::ranks_over_two_per_cpu))
         tree_below = t.tree_below_if_over_two_per_cpu;
-      if (bytes < tree_below) return tree{}.all_reduce(comm, data, op);
+      // Not where the tree's edges cross between hosts more often than they must: there it
+      // moves more bytes between hosts than hierarchical does.
+      if (bytes < tree_below && (!hosts || hosts->tree_crosses_hosts_least()))
+        return tree{}.all_reduce(comm, data, op);
     }
     if (bytes < recursive_doubling_below(t, comm.size()))
       return recursive_doubling{}.all_reduce(comm, data, op);
     if constexpr (commutative_op<Op, T>) {
-      if (t.hierarchical_from != 0 && bytes >= t.hierarchical_from)
-        if (detail::host_grid const g(detail::hosts_of_comm(comm), comm.rank()); g.spans_hosts())
-          return hierarchical::all_reduce_over(comm, data, op, g);
+      if (hosts) return hierarchical::all_reduce_over(comm, data, op, *hosts);
       if (bytes >= ring_from(t, cores_shared) &&
           !detail::halving_doubling_instead_of_ring(comm, t, bytes))
         return ring_of(t, comm.size(), cores_shared).all_reduce(comm, data, op);

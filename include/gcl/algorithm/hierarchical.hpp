@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "../communicator.hpp"
+#include "../detail/binomial.hpp"
 #include "../detail/chunk.hpp"
 #include "ring.hpp"
 
@@ -68,6 +69,9 @@ std::vector<int> hosts_of_comm(Comm& comm) {
 struct host_grid {
   std::vector<int> local, across;
   int local_index = 0, across_index = 0;
+  // The edges of the binomial tree rooted at rank 0 (`gcl::tree`) whose two ranks are on
+  // different hosts: each carries the whole vector between the hosts, up and then down.
+  int tree_edges_between_hosts = 0;
 
   host_grid(std::vector<int> const& host, int rank) {
     // Each host's ranks in rank order, the hosts in the order of their first ranks. by_size
@@ -80,6 +84,9 @@ struct host_grid {
       if (added) members.emplace_back();
       members[at->second].push_back(static_cast<int>(r));
     }
+    for (std::size_t r = 1; r < host.size(); ++r)
+      tree_edges_between_hosts +=
+          host[r] != host[static_cast<std::size_t>(binomial_parent(static_cast<int>(r)))];
     for (auto const& m : members)
       if (m.size() != members.front().size()) return;  // hosts of different sizes
     if (rank < 0 || static_cast<std::size_t>(rank) >= host.size()) return;
@@ -92,6 +99,13 @@ struct host_grid {
   bool valid() const noexcept { return !local.empty(); }
   // Two hosts or more, two ranks or more on each: where the three rings differ from one ring.
   bool spans_hosts() const noexcept { return local.size() >= 2 && across.size() >= 2; }
+  // Whether the binomial tree crosses between hosts only as often as any tree must, once into
+  // each host but rank 0's (ranks in power-of-two blocks, say): it then moves as many bytes
+  // between the hosts as hierarchical, in fewer messages. Otherwise it moves more (3 + 3 in
+  // blocks: the vector twice each way; 2 + 2 interleaved: at every odd rank's edge).
+  bool tree_crosses_hosts_least() const noexcept {
+    return tree_edges_between_hosts == static_cast<int>(across.size()) - 1;
+  }
 };
 
 // Ring reduce-scatter of `data` (cut into ranks.size() chunks by `chunks`) among `ranks`, this

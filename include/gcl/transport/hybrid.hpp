@@ -77,11 +77,15 @@ class hybrid_transport {
   /// inside each host, all_reduce across, all-gather inside): each host sends the others the
   /// least an all_reduce can, where ring's one link out of a host carries nearly twice the
   /// vector. Where ranks share cores the tree keeps its sizes below that (to 1 MiB, and no
-  /// further where a host has more than two ranks per CPU): fewer messages. Two network
-  /// namespaces of 3 processes on 2 cores, default_vs_fixed (2026-12-07, benchmark/analysis.md,
-  /// "Hierarchical"): with their link capped at 2 Gbit/s, from 1 MiB to 64 MiB 0.53-0.82x the
-  /// time of what by_size took before (the tree to 2 MiB, ring from there); at 2 + 2 level with
-  /// halving-doubling, which moves the same bytes there.
+  /// further where a host has more than two ranks per CPU) if its edges cross between hosts
+  /// only once into each host (ranks in power-of-two blocks): as few bytes between hosts, in
+  /// fewer messages. Two network namespaces of 3 processes on 2 cores, default_vs_fixed
+  /// (2026-12-07, benchmark/analysis.md, "Hierarchical"): with their link capped at 2 Gbit/s,
+  /// from 1 MiB to 64 MiB 0.53-0.82x the time of what by_size took before (the tree to 2 MiB,
+  /// ring from there); at 2 + 2 level with halving-doubling, which moves the same bytes there.
+  /// At 3 + 3 the tree crosses twice each way, and hierarchical took 0.16x its time at 64 KiB
+  /// capped (250 us against 1,520) and 0.61-0.67x uncapped ("Hierarchical where the tree
+  /// crosses hosts twice").
   static constexpr all_reduce_thresholds mixed_all_reduce = [] {
     auto t = tcp_transport::default_all_reduce;
     t.parameter_server_below_if_cores_crowded = 0;
