@@ -34,6 +34,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <string>
 #include <thread>
 #include <tuple>
@@ -481,6 +482,31 @@ BOOST_AUTO_TEST_CASE(the_shm_side_waits_as_the_machine_shares_cores) {
   bool const group_outnumbers = gcl::detail::ranks_outnumber_cpus(2);
   BOOST_TEST(answers(true) == std::vector<bool>(4, true), boost::test_tools::per_element());
   BOOST_TEST(answers(false) == std::vector<bool>(4, group_outnumbers),
+             boost::test_tools::per_element());
+}
+
+// In a job over several hosts a wait on the shm side may be for a TCP message: unless told
+// (shm_spin), it polls at least as long as the TCP side's spin; on one host, shm's default.
+BOOST_AUTO_TEST_CASE(the_shm_side_polls_as_long_as_the_tcp_side_across_hosts) {
+  using us = std::chrono::microseconds;
+  auto answers = [](std::vector<int> hosts, us tcp_spin, std::optional<us> shm_spin) {
+    auto o = scaled(std::move(hosts));
+    o.tcp.spin = tcp_spin;
+    o.shm_spin = shm_spin;
+    return gcl::spawn<gcl::hybrid_transport>(
+        4, [](auto& comm) { return comm.transport().shm_spin().count(); }, o);
+  };
+  using counts = std::vector<us::rep>;
+  us const group_default = gcl::detail::default_spin(2),
+           alone_default = gcl::detail::default_spin(4);
+  us const longer = group_default + us{777};
+  BOOST_TEST(answers({0, 0, 1, 1}, longer, {}) == counts(4, longer.count()),
+             boost::test_tools::per_element());
+  BOOST_TEST(answers({0, 0, 1, 1}, us{0}, {}) == counts(4, group_default.count()),
+             boost::test_tools::per_element());
+  BOOST_TEST(answers({0, 0, 1, 1}, longer, us{33}) == counts(4, 33),
+             boost::test_tools::per_element());
+  BOOST_TEST(answers({0, 0, 0, 0}, longer, {}) == counts(4, alone_default.count()),
              boost::test_tools::per_element());
 }
 

@@ -83,9 +83,11 @@ class hybrid_transport {
   /// (2026-12-07, benchmark/analysis.md, "Hierarchical"): with their link capped at 2 Gbit/s,
   /// from 1 MiB to 64 MiB 0.53-0.82x the time of what by_size took before (the tree to 2 MiB,
   /// ring from there); at 2 + 2 level with halving-doubling, which moves the same bytes there.
-  /// At 3 + 3 the tree crosses twice each way, and hierarchical took 0.16x its time at 64 KiB
-  /// capped (250 us against 1,520) and 0.61-0.67x uncapped ("Hierarchical where the tree
-  /// crosses hosts twice").
+  /// At 3 + 3 the tree crosses twice each way, and hierarchical took 0.16-0.51x its time at
+  /// 64 KiB capped (250 us against 1,520; 275 against 539 once the shm side polled as TCP does,
+  /// below), 0.61-0.67x uncapped before that polling and 1.2-1.3x after it ("Hierarchical where
+  /// the tree crosses hosts twice", "Polling in a mixed job"): the link decides, and links
+  /// between real hosts are slower than this machine's memory.
   static constexpr all_reduce_thresholds mixed_all_reduce = [] {
     auto t = tcp_transport::default_all_reduce;
     t.parameter_server_below_if_cores_crowded = 0;
@@ -295,6 +297,13 @@ class hybrid_transport {
   /// judged the ranks of its machine, which may be more than its host group (two network
   /// namespaces of one machine are two hosts here, on the same cores). False without a shm side.
   bool shm_waits_share_cores() const noexcept { return s_->shm && s_->shm->cores_shared(); }
+  /// How long this rank's waits on the shared memory of its host poll before they sleep: the
+  /// options' `shm_spin`, else shm's default (`shm_options::spin`), or in a job over several
+  /// hosts the TCP side's `tcp_options::spin` where that is longer (such a wait may be for a
+  /// TCP message). Zero without a shm side.
+  std::chrono::microseconds shm_spin() const noexcept {
+    return s_->shm ? s_->shm->spin() : std::chrono::microseconds{0};
+  }
 
   /// Which call the following messages belong to: told to both sides, so that a disagreement
   /// is found on the first message whichever path it takes.
@@ -533,6 +542,16 @@ class hybrid_transport {
       // group's own count where that says more.
       if (tcp)
         so.shares_cores = tcp->options().shares_cores || detail::ranks_outnumber_cpus(so.size);
+      // In a job over several hosts, a wait on the shm side is also the wait for a TCP message
+      // (it drains the rings and polls the socket): unless told, it polls at least as long as
+      // the TCP side would (tcp_options::spin, which from_env sets from the same judgement of
+      // the machine). shm's own 50 us where ranks share cores gave up before most TCP messages
+      // came, and each then cost a sleep and the I/O thread's wake-up: two namespaces of three
+      // ranks on 2 cores, the tree at 64 KiB took 238-298 us, and 134-135 polling as TCP does;
+      // four ranks each, the default 153-170 against 282-424 (benchmark/analysis.md, "Polling
+      // in a mixed job").
+      if (tcp && !o.shm_spin && static_cast<int>(group_ranks.size()) < size)
+        so.spin = std::max(detail::default_spin(so.size), tcp->options().spin);
       return so;
     }
 

@@ -48,7 +48,8 @@ struct hybrid_options {
   /// (`shm_options::combine_bytes`; 0: its default for the host's ranks).
   std::size_t shm_combine_bytes = 0;
   /// How long a wait on the shm side polls before it sleeps (`shm_options::spin`; `tcp.spin`
-  /// is the TCP side's).
+  /// is the TCP side's). Unset: shm's default, or in a job over several hosts the TCP side's
+  /// where that is longer (a wait there may be for a TCP message).
   std::optional<std::chrono::microseconds> shm_spin;
   /// `shm_options::cross_memory_attach` of the shm side (GCL_SHM_CMA): unset, not used.
   std::optional<bool> shm_cross_memory_attach;

@@ -169,6 +169,8 @@ class alignas(64) shm_impl {
   shm_options const& options() const noexcept { return o_; }
   // Whether this rank's waits take the cores as shared (shm_options::shares_cores).
   bool cores_shared() const noexcept { return cores_shared_; }
+  // How long a blocked call polls before it sleeps.
+  std::chrono::microseconds spin() const noexcept { return spin_; }
   // The group this rank's transport stops with (null for a process of its own): its forks join it.
   std::shared_ptr<shm_group_state> const& group_state() const noexcept { return group_; }
   // Whether messages from `peer` of at least offer_bytes are copied once (cross-memory attach).
