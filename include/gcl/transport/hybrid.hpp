@@ -549,9 +549,11 @@ class hybrid_transport {
       // came, and each then cost a sleep and the I/O thread's wake-up: two namespaces of three
       // ranks on 2 cores, the tree at 64 KiB took 238-298 us, and 134-135 polling as TCP does;
       // four ranks each, the default 153-170 against 282-424 (benchmark/analysis.md, "Polling
-      // in a mixed job").
-      if (tcp && !o.shm_spin && static_cast<int>(group_ranks.size()) < size)
-        so.spin = std::max(detail::default_spin(so.size), tcp->options().spin);
+      // in a mixed job"). Set only where longer: a spin the options give also keeps unmatched
+      // offers uncopied that long (shm_options::spin), which the default holds to 50 us.
+      if (tcp && !o.shm_spin && static_cast<int>(group_ranks.size()) < size &&
+          tcp->options().spin > detail::default_spin(so.size))
+        so.spin = tcp->options().spin;
       return so;
     }
 
