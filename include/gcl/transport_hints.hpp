@@ -99,10 +99,10 @@ struct all_reduce_thresholds {
   /// transport says which host each rank is on (a member `host_of_ranks()`, as
   /// `hybrid_transport`'s) and the job spans two hosts or more that each run the same number of
   /// ranks, two or more: each host then sends the others the least an all_reduce can, where
-  /// ring's one link out of a host carries nearly twice the vector. Also where ranks share cores
-  /// and the tree would run, unless the tree's edges cross between hosts only once into each
-  /// host (in power-of-two blocks): otherwise it moves the whole vector between hosts several
-  /// times. 0: never. (Last, for the same reason.)
+  /// ring's one link out of a host carries nearly twice the vector; and where ranks share cores
+  /// and the tree would run, `tree_by_hosts`, which crosses between hosts only once into each
+  /// host and once out, where the tree may cross several times (3 + 3 in blocks, interleaved
+  /// ranks). 0: never. (Last, for the same reason.)
   std::size_t hierarchical_from = 0;
 };
 

@@ -357,11 +357,9 @@ BOOST_AUTO_TEST_CASE(a_job_of_hosts_with_several_ranks_takes_no_parameter_server
 }
 
 // The default in a mixed job whose hosts each run as many ranks: hierarchical from
-// `hierarchical_from` (64 KiB); where ranks share cores, the tree to 1 MiB first (however many
-// ranks a CPU runs) if its edges cross between hosts only once into each host (ranks in
-// power-of-two blocks), and otherwise not, as it would move the vector between hosts several
-// times; where the hosts differ in size, what TCP's thresholds pick. Told by the messages each
-// rank sends.
+// `hierarchical_from` (64 KiB); where ranks share cores, the tree by hosts from there to 1 MiB
+// (however many ranks a CPU runs) and the tree below; where the hosts differ in size, what
+// TCP's thresholds pick. Told by the messages each rank sends.
 BOOST_AUTO_TEST_CASE(a_job_of_equal_hosts_takes_hierarchical_for_large_messages) {
   constexpr auto mixed = gcl::hybrid_transport::mixed_all_reduce;
   static_assert(mixed.hierarchical_from == 64 * 1024 &&
@@ -369,37 +367,62 @@ BOOST_AUTO_TEST_CASE(a_job_of_equal_hosts_takes_hierarchical_for_large_messages)
   static_assert(mixed.tree_below_if_over_two_per_cpu == 0 &&
                 mixed.hierarchical_from < mixed.tree_below_if_cores_shared &&
                 mixed.tree_below_if_cores_shared < mixed.ring_from);
-  struct placement {
-    std::vector<int> hosts;
-    bool tree_crosses_once_into_each_host;
-  };
+  std::size_t const by_hosts_from = mixed.hierarchical_from / sizeof(float),
+                    hierarchical_from_if_crowded = mixed.tree_below_if_cores_shared / sizeof(float);
   for (bool crowded : {false, true}) {
     BOOST_TEST_INFO("cores shared and crowded: " << crowded);
-    for (auto const& [hosts, tree_crosses_least] :
-         {placement{{0, 0, 1, 1}, true}, placement{{0, 0, 1, 1, 2, 2}, true},
-          placement{{0, 1, 0, 1}, false}, placement{{0, 0, 0, 1, 1, 1}, false}}) {
+    std::size_t const from = crowded ? hierarchical_from_if_crowded : by_hosts_from;
+    for (auto hosts : {std::vector<int>{0, 0, 1, 1}, std::vector<int>{0, 1, 0, 1},
+                       std::vector<int>{0, 0, 0, 1, 1, 1}, std::vector<int>{0, 0, 1, 1, 2, 2}}) {
       BOOST_TEST_INFO("ranks " << hosts.size() << ", host of rank 1 " << hosts[1]);
-      bool const tree_first = crowded && tree_crosses_least;
-      std::size_t const from =
-          (tree_first ? mixed.tree_below_if_cores_shared : mixed.hierarchical_from) / sizeof(float);
       BOOST_TEST(messages_sent(hosts, crowded, from, gcl::by_size{}) ==
                      messages_sent(hosts, crowded, from, gcl::hierarchical{}),
                  boost::test_tools::per_element());
-      if (crowded)  // the tree below `from` (below 64 KiB for every placement)
+      if (crowded) {
         BOOST_TEST(messages_sent(hosts, crowded, from - 1, gcl::by_size{}) ==
-                       messages_sent(hosts, crowded, from - 1, gcl::tree{}),
+                       messages_sent(hosts, crowded, from - 1, gcl::tree_by_hosts{}),
                    boost::test_tools::per_element());
-      else
+        BOOST_TEST(messages_sent(hosts, crowded, by_hosts_from, gcl::by_size{}) ==
+                       messages_sent(hosts, crowded, by_hosts_from, gcl::tree_by_hosts{}),
+                   boost::test_tools::per_element());
+        BOOST_TEST(messages_sent(hosts, crowded, by_hosts_from - 1, gcl::by_size{}) ==
+                       messages_sent(hosts, crowded, by_hosts_from - 1, gcl::tree{}),
+                   boost::test_tools::per_element());
+      } else {
         BOOST_TEST((messages_sent(hosts, crowded, from - 1, gcl::by_size{}) !=
                     messages_sent(hosts, crowded, from - 1, gcl::hierarchical{})));
+      }
     }
-    std::size_t const from =
-        (crowded ? mixed.tree_below_if_cores_shared : mixed.hierarchical_from) / sizeof(float);
     std::vector<int> const uneven{0, 0, 0, 1};  // hosts of 3 and 1: TCP's choice
     BOOST_TEST(messages_sent(uneven, crowded, from, gcl::by_size{}) ==
                    messages_sent(uneven, crowded, from, gcl::halving_doubling{}),
                boost::test_tools::per_element());
   }
+}
+
+// gcl::tree_by_hosts: the tree inside each host, among the hosts' first ranks, and inside each
+// host again: 2 (P - 1) messages of which 2 (H - 1) cross between hosts, whatever the
+// placement; `tree` where the hosts differ in size. Exact on every rank.
+BOOST_AUTO_TEST_CASE(tree_by_hosts_crosses_between_hosts_once_into_each) {
+  using counts = std::vector<std::uint64_t>;
+  std::size_t const n = 1001;
+  // 3 + 3: ranks 0 and 3 lead (reduce from 1 and 2, exchange, broadcast to 1 and 2), where the
+  // tree's rank 2 also relays rank 3's and rank 4 rank 5's.
+  BOOST_TEST(messages_sent({0, 0, 0, 1, 1, 1}, false, n, gcl::tree_by_hosts{}) ==
+                 counts({3, 1, 1, 3, 1, 1}),
+             boost::test_tools::per_element());
+  BOOST_TEST(messages_sent({0, 0, 0, 1, 1, 1}, false, n, gcl::tree{}) == counts({3, 1, 2, 1, 2, 1}),
+             boost::test_tools::per_element());
+  // Interleaved: ranks 0 and 1 lead.
+  BOOST_TEST(messages_sent({0, 1, 0, 1}, false, n, gcl::tree_by_hosts{}) == counts({2, 2, 1, 1}),
+             boost::test_tools::per_element());
+  // Power-of-two blocks: the tree itself.
+  BOOST_TEST(messages_sent({0, 0, 1, 1}, false, n, gcl::tree_by_hosts{}) ==
+                 messages_sent({0, 0, 1, 1}, false, n, gcl::tree{}),
+             boost::test_tools::per_element());
+  BOOST_TEST(messages_sent({0, 0, 0, 1}, false, n, gcl::tree_by_hosts{}) ==
+                 messages_sent({0, 0, 0, 1}, false, n, gcl::tree{}),
+             boost::test_tools::per_element());
 }
 
 // gcl::hierarchical: a reduce-scatter inside each host, an all_reduce across hosts, an

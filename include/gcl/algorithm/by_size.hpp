@@ -43,9 +43,9 @@
 /// Across hosts, where the transport says which host each rank is on (a member
 /// `host_of_ranks()`, as `hybrid_transport`'s) and every host runs as many ranks, `hierarchical`
 /// from its `hierarchical_from` wherever halving-doubling or ring would run: it sends between
-/// hosts the least an all_reduce can. And where the tree would, unless the tree's edges cross
-/// between hosts only as often as any tree's must (once into each host: ranks in power-of-two
-/// blocks), where it moves no more bytes between hosts in fewer messages.
+/// hosts the least an all_reduce can. Where the tree would run from that size (ranks share
+/// cores), `tree_by_hosts` instead: the tree's messages, of which only one into each host and
+/// one out crosses between hosts, whatever the placement.
 ///
 /// A non-commutative operator never gets ring (it reorders operands), nor hierarchical; it gets
 /// halving-doubling.
@@ -251,10 +251,10 @@ struct by_size {
       if (t.tree_below_if_over_two_per_cpu > tree_below &&
           detail::hint_of(comm, detail::ranks_over_two_per_cpu))
         tree_below = t.tree_below_if_over_two_per_cpu;
-      // Not where the tree's edges cross between hosts more often than they must: there it
-      // moves more bytes between hosts than hierarchical does.
-      if (bytes < tree_below && (!hosts || hosts->tree_crosses_hosts_least()))
-        return tree{}.all_reduce(comm, data, op);
+      // Across hosts, the tree by hosts: it crosses between them once into each host.
+      if (bytes < tree_below)
+        return hosts ? tree_by_hosts::all_reduce_over(comm, data, op, *hosts)
+                     : tree{}.all_reduce(comm, data, op);
     }
     if (bytes < recursive_doubling_below(t, comm.size()))
       return recursive_doubling{}.all_reduce(comm, data, op);

@@ -31,6 +31,7 @@
 #include "../detail/binomial.hpp"
 #include "../detail/chunk.hpp"
 #include "ring.hpp"
+#include "tree.hpp"
 
 namespace gcl {
 
@@ -69,9 +70,6 @@ std::vector<int> hosts_of_comm(Comm& comm) {
 struct host_grid {
   std::vector<int> local, across;
   int local_index = 0, across_index = 0;
-  // The edges of the binomial tree rooted at rank 0 (`gcl::tree`) whose two ranks are on
-  // different hosts: each carries the whole vector between the hosts, up and then down.
-  int tree_edges_between_hosts = 0;
 
   host_grid(std::vector<int> const& host, int rank) {
     // Each host's ranks in rank order, the hosts in the order of their first ranks. by_size
@@ -84,9 +82,6 @@ struct host_grid {
       if (added) members.emplace_back();
       members[at->second].push_back(static_cast<int>(r));
     }
-    for (std::size_t r = 1; r < host.size(); ++r)
-      tree_edges_between_hosts +=
-          host[r] != host[static_cast<std::size_t>(binomial_parent(static_cast<int>(r)))];
     for (auto const& m : members)
       if (m.size() != members.front().size()) return;  // hosts of different sizes
     if (rank < 0 || static_cast<std::size_t>(rank) >= host.size()) return;
@@ -99,13 +94,6 @@ struct host_grid {
   bool valid() const noexcept { return !local.empty(); }
   // Two hosts or more, two ranks or more on each: where the three rings differ from one ring.
   bool spans_hosts() const noexcept { return local.size() >= 2 && across.size() >= 2; }
-  // Whether the binomial tree crosses between hosts only as often as any tree must, once into
-  // each host but rank 0's (ranks in power-of-two blocks, say): it then moves as many bytes
-  // between the hosts as hierarchical, in fewer messages. Otherwise it moves more (3 + 3 in
-  // blocks: the vector twice each way; 2 + 2 interleaved: at every odd rank's edge).
-  bool tree_crosses_hosts_least() const noexcept {
-    return tree_edges_between_hosts == static_cast<int>(across.size()) - 1;
-  }
 };
 
 // Ring reduce-scatter of `data` (cut into ranks.size() chunks by `chunks`) among `ranks`, this
@@ -139,6 +127,35 @@ void ring_all_gather_among(Comm& comm, std::vector<int> const& ranks, int at, st
                   chunk(ring_recv_chunk(at, i, p, 0)), collective_tag);
 }
 
+// Binomial reduce among `ranks` to ranks[0], this rank at `at` (the tree's, over that list):
+// ranks[0]'s `data` ends with the combination; the others' holds partial results.
+template <class Comm, class T, class Op>
+void binomial_reduce_among(Comm& comm, std::vector<int> const& ranks, int at, std::span<T> data,
+                           Op const& op) {
+  int const n = static_cast<int>(ranks.size());
+  int const last = at == 0 ? binomial_steps(n) : binomial_send_step(at) - 1;
+  for (int i = 1; i <= last; ++i)
+    if (int const child = binomial_child(at, i, n); child >= 0)
+      comm.recv_reduce(ranks[static_cast<std::size_t>(child)], data, op, received_operand::right,
+                       collective_tag);
+  if (at != 0)
+    comm.send(ranks[static_cast<std::size_t>(binomial_parent(at))], std::span<T const>(data),
+              collective_tag);
+}
+
+// Binomial broadcast of ranks[0]'s `data` among `ranks`, this rank at `at`.
+template <class Comm, class T>
+void binomial_broadcast_among(Comm& comm, std::vector<int> const& ranks, int at,
+                              std::span<T> data) {
+  int const n = static_cast<int>(ranks.size());
+  if (at != 0)
+    comm.recv(ranks[static_cast<std::size_t>(binomial_parent(at))], data, collective_tag);
+  int const last = at == 0 ? binomial_steps(n) : binomial_send_step(at) - 1;
+  for (int i = last; i >= 1; --i)
+    if (int const child = binomial_child(at, i, n); child >= 0)
+      comm.send(ranks[static_cast<std::size_t>(child)], std::span<T const>(data), collective_tag);
+}
+
 }  // namespace detail
 
 /// Reduce-scatter inside each host, all_reduce across hosts, all-gather inside each host (see
@@ -170,6 +187,44 @@ struct hierarchical {
     detail::ring_reduce_scatter_among(comm, g.across, g.across_index, mine, across, op);
     detail::ring_all_gather_among(comm, g.across, g.across_index, mine, across);
     detail::ring_all_gather_among(comm, g.local, g.local_index, data, in_host);
+  }
+};
+
+/// The binomial tree by hosts, for the same jobs: a binomial reduce inside each host to its
+/// first rank, a binomial all_reduce (reduce, then broadcast) among those first ranks, a
+/// binomial broadcast inside each host. The tree's 2 (P - 1) messages of the whole vector, of
+/// which 2 (H - 1) cross between hosts, whatever the placement: `gcl::tree` over ranks in
+/// power-of-two blocks sends the same, but over 3 + 3 in blocks it crosses four times, and
+/// over interleaved ranks at every odd rank. Where the vector is small enough that messages
+/// cost more than bytes.
+///
+///     gcl::all_reduce(comm, v, gcl::sum{}, gcl::tree_by_hosts{});
+///
+/// Needs every host to run the same number of ranks (else it runs `tree`) and a commutative
+/// operator (hosts are combined in the order of their first ranks). The result is combined on
+/// rank 0 and then copied: every rank ends bit-identical.
+struct tree_by_hosts {
+  static constexpr std::string_view name = "tree_by_hosts";
+  static constexpr bool needs_commutative = true;
+
+  template <class Comm, class T, class Op>
+  void all_reduce(Comm& comm, std::span<T> data, Op const& op) const {
+    if (comm.size() == 1) return;
+    detail::host_grid const g(detail::hosts_of_comm(comm), comm.rank());
+    if (!g.valid()) return tree{}.all_reduce(comm, data, op);
+    all_reduce_over(comm, data, op, g);
+  }
+
+  /// The same over the grid `g` of this communicator's hosts (valid), which by_size has made.
+  template <class Comm, class T, class Op>
+  static void all_reduce_over(Comm& comm, std::span<T> data, Op const& op,
+                              detail::host_grid const& g) {
+    detail::binomial_reduce_among(comm, g.local, g.local_index, data, op);
+    if (g.local_index == 0) {
+      detail::binomial_reduce_among(comm, g.across, g.across_index, data, op);
+      detail::binomial_broadcast_among(comm, g.across, g.across_index, data);
+    }
+    detail::binomial_broadcast_among(comm, g.local, g.local_index, data);
   }
 };
 

@@ -76,18 +76,16 @@ class hybrid_transport {
   /// And where every host runs as many ranks, `gcl::hierarchical` from 64 KiB (reduce-scatter
   /// inside each host, all_reduce across, all-gather inside): each host sends the others the
   /// least an all_reduce can, where ring's one link out of a host carries nearly twice the
-  /// vector. Where ranks share cores the tree keeps its sizes below that (to 1 MiB, and no
-  /// further where a host has more than two ranks per CPU) if its edges cross between hosts
-  /// only once into each host (ranks in power-of-two blocks): as few bytes between hosts, in
-  /// fewer messages. Two network namespaces of 3 processes on 2 cores, default_vs_fixed
-  /// (2026-12-07, benchmark/analysis.md, "Hierarchical"): with their link capped at 2 Gbit/s,
-  /// from 1 MiB to 64 MiB 0.53-0.82x the time of what by_size took before (the tree to 2 MiB,
-  /// ring from there); at 2 + 2 level with halving-doubling, which moves the same bytes there.
-  /// At 3 + 3 the tree crosses twice each way, and hierarchical took 0.16-0.51x its time at
-  /// 64 KiB capped (250 us against 1,520; 275 against 539 once the shm side polled as TCP does,
-  /// below), 0.61-0.67x uncapped before that polling and 1.2-1.3x after it ("Hierarchical where
-  /// the tree crosses hosts twice", "Polling in a mixed job"): the link decides, and links
-  /// between real hosts are slower than this machine's memory.
+  /// vector. Where ranks share cores the tree's sizes come first (to 1 MiB, and no further
+  /// where a host has more than two ranks per CPU), and from 64 KiB they take
+  /// `gcl::tree_by_hosts`, the tree with one edge into each host: fewer messages. Two network
+  /// namespaces of 3 processes on 2 cores, default_vs_fixed (2026-12-07, benchmark/analysis.md,
+  /// "Hierarchical"): with their link capped at 2 Gbit/s, from 1 MiB to 64 MiB 0.53-0.82x the
+  /// time of what by_size took before (the tree to 2 MiB, ring from there); at 2 + 2 level with
+  /// halving-doubling, which moves the same bytes there. At 3 + 3, where the plain tree crosses
+  /// between the hosts twice each way, two_hosts.sh at 64 KiB: tree_by_hosts 92-96 us uncapped
+  /// against hierarchical's 172-174 (1.8-2.0x TCP's speed), capped 277-279 against 319-321 and
+  /// the plain tree's 539 ("The tree by hosts").
   static constexpr all_reduce_thresholds mixed_all_reduce = [] {
     auto t = tcp_transport::default_all_reduce;
     t.parameter_server_below_if_cores_crowded = 0;
