@@ -19,6 +19,9 @@
 /// `hybrid_transport`'s); otherwise it runs `ring`. Each chunk is combined on one rank and then
 /// copied, so every rank ends with bit-identical results; a commutative operator is needed
 /// (the rings reorder operands).
+///
+/// `gcl::tree_by_hosts`, for the same jobs at sizes where messages cost more than bytes: the
+/// binomial tree inside each host, among the hosts' first ranks, and inside each host again.
 
 #include <algorithm>
 #include <cstddef>
