@@ -37,7 +37,7 @@ namespace {
 // The default first, then every fixed algorithm, as a user would name them.
 using candidates =
     std::tuple<gcl::by_size, gcl::tree, gcl::ring, gcl::recursive_doubling, gcl::halving_doubling,
-               gcl::direct, gcl::parameter_server, gcl::hierarchical>;
+               gcl::direct, gcl::parameter_server, gcl::hierarchical, gcl::tree_by_hosts>;
 constexpr std::size_t candidate_count = std::tuple_size_v<candidates>;
 
 struct settings {
@@ -116,16 +116,18 @@ std::uint64_t run_rank(Comm& comm, settings const& s) {
   bool const me0 = comm.rank() == 0;
   std::vector<std::string> names;
   for_each_candidate([&](std::size_t, auto alg) { names.emplace_back(decltype(alg)::name); });
-  // Column heads: recursive_doubling, halving_doubling, parameter_server and hierarchical as rd,
-  // hd, ps and hier.
-  std::vector<std::string> const heads = {"", "tree", "ring", "rd", "hd", "direct", "ps", "hier"};
+  // Column heads: recursive_doubling, halving_doubling, parameter_server, hierarchical and
+  // tree_by_hosts as rd, hd, ps, hier and tbh.
+  std::vector<std::string> const heads = {"",       "tree", "ring", "rd", "hd",
+                                          "direct", "ps",   "hier", "tbh"};
+  static_assert(candidate_count == 9, "a head for each candidate");
   if (me0) {
     std::printf(
         "# all_reduce, float32 sum, %s, P = %d: by_size (the default) against each fixed "
         "algorithm in one job; blocks of calls back to back (about %g s each, first call "
         "included), the slowest rank's time per call, median of %d rounds, in us; "
-        "rd, hd, ps, hier: recursive_doubling, halving_doubling, parameter_server, "
-        "hierarchical\n",
+        "rd, hd, ps, hier, tbh: recursive_doubling, halving_doubling, parameter_server, "
+        "hierarchical, tree_by_hosts\n",
         s.transport.c_str(), p, s.block_seconds, s.rounds);
     std::printf("%10s %10s %-18s %10s %10s", "bytes", "by_size", "best fixed", "best", "def/best");
     for (std::size_t i = 1; i < candidate_count; ++i) std::printf(" %10s", heads[i].c_str());

@@ -97,12 +97,13 @@ struct all_reduce_thresholds {
   std::size_t ring_from_if_cores_shared = 0;
   /// From this size, `hierarchical` wherever halving-doubling or ring would run, where the
   /// transport says which host each rank is on (a member `host_of_ranks()`, as
-  /// `hybrid_transport`'s) and the job spans two hosts or more that each run the same number of
-  /// ranks, two or more: each host then sends the others the least an all_reduce can, where
-  /// ring's one link out of a host carries nearly twice the vector; and where ranks share cores
-  /// and the tree would run, `tree_by_hosts`, which crosses between hosts only once into each
-  /// host and once out, where the tree may cross several times (3 + 3 in blocks, interleaved
-  /// ranks). 0: never. (Last, for the same reason.)
+  /// `hybrid_transport`'s) and the job spans two hosts or more, some running two ranks or more
+  /// (of equal numbers or not): each host then sends the others the least an all_reduce can,
+  /// where ring's one link out of a host carries nearly twice the vector. And, non-zero, it
+  /// turns the tree, wherever it would run (ranks that share cores), into `tree_by_hosts`,
+  /// which crosses between hosts only once into each host and once out, where the tree may
+  /// cross several times (3 + 3 in blocks, interleaved ranks, 1 + 3). 0: never. (Last, for the
+  /// same reason.)
   std::size_t hierarchical_from = 0;
 };
 

@@ -336,8 +336,9 @@ std::vector<std::uint64_t> messages_sent(std::vector<int> hosts, bool crowded, s
 
 // Where ranks crowd the cores, by_size takes the parameter server for small messages over TCP
 // alone, but not in a job whose hosts run several ranks each (mixed_all_reduce): there the
-// binomial tree's rounds inside a host cost a shm message each. Told so by the messages each
-// rank sends, against the fixed algorithms'.
+// binomial tree's rounds inside a host cost a shm message each (the tree by hosts, there).
+// Told so by the messages each rank sends, against the fixed algorithms'. (Over hosts of 3 and
+// 1, the tree by hosts sends as many from each rank as the parameter server: not told apart.)
 BOOST_AUTO_TEST_CASE(a_job_of_hosts_with_several_ranks_takes_no_parameter_server) {
   static_assert(gcl::tcp_transport::default_all_reduce.parameter_server_below_if_cores_crowded >
                 1024);
@@ -346,9 +347,9 @@ BOOST_AUTO_TEST_CASE(a_job_of_hosts_with_several_ranks_takes_no_parameter_server
   auto sent = [](std::vector<int> hosts, auto alg) {
     return messages_sent(std::move(hosts), true, 256, alg);  // 1 KiB
   };
-  for (auto hosts : {std::vector<int>{0, 0, 1, 1}, std::vector<int>{0, 0, 0, 1}}) {
+  for (auto hosts : {std::vector<int>{0, 0, 1, 1}, std::vector<int>{0, 1, 1, 1}}) {
     auto const by_size = sent(hosts, gcl::by_size{});
-    BOOST_TEST(by_size == sent(hosts, gcl::tree{}), boost::test_tools::per_element());
+    BOOST_TEST(by_size == sent(hosts, gcl::tree_by_hosts{}), boost::test_tools::per_element());
     BOOST_TEST((by_size != sent(hosts, gcl::parameter_server{})));
   }
   std::vector<int> const alone{0, 1, 2, 3};  // every rank on a host of its own: TCP's choice
@@ -356,15 +357,16 @@ BOOST_AUTO_TEST_CASE(a_job_of_hosts_with_several_ranks_takes_no_parameter_server
              boost::test_tools::per_element());
 }
 
-// The default in a mixed job whose hosts each run as many ranks: hierarchical from
-// `hierarchical_from` (64 KiB); where ranks share cores, the tree by hosts from there to 1 MiB
-// (however many ranks a CPU runs) and the tree below; where the hosts differ in size, what
-// TCP's thresholds pick. Told by the messages each rank sends.
-BOOST_AUTO_TEST_CASE(a_job_of_equal_hosts_takes_hierarchical_for_large_messages) {
+// The default in a mixed job: hierarchical from `hierarchical_from` (64 KiB); where ranks share
+// cores, the tree by hosts wherever the tree runs (below 1 MiB, however many ranks a CPU runs)
+// and hierarchical from there. Hosts of as many ranks or not, in blocks or interleaved. Told by
+// the messages each rank sends.
+BOOST_AUTO_TEST_CASE(a_job_over_hosts_goes_by_hosts) {
   constexpr auto mixed = gcl::hybrid_transport::mixed_all_reduce;
   static_assert(mixed.hierarchical_from == 64 * 1024 &&
                 gcl::tcp_transport::default_all_reduce.hierarchical_from == 0);
-  static_assert(mixed.tree_below_if_over_two_per_cpu == 0 &&
+  static_assert(mixed.tree_below_if_over_two_per_cpu == 0 && mixed.tree_from_if_cores_shared == 0 &&
+                mixed.direct_below_if_cores_shared == 0 &&
                 mixed.hierarchical_from < mixed.tree_below_if_cores_shared &&
                 mixed.tree_below_if_cores_shared < mixed.ring_from);
   std::size_t const by_hosts_from = mixed.hierarchical_from / sizeof(float),
@@ -373,36 +375,38 @@ BOOST_AUTO_TEST_CASE(a_job_of_equal_hosts_takes_hierarchical_for_large_messages)
     BOOST_TEST_INFO("cores shared and crowded: " << crowded);
     std::size_t const from = crowded ? hierarchical_from_if_crowded : by_hosts_from;
     for (auto hosts : {std::vector<int>{0, 0, 1, 1}, std::vector<int>{0, 1, 0, 1},
-                       std::vector<int>{0, 0, 0, 1, 1, 1}, std::vector<int>{0, 0, 1, 1, 2, 2}}) {
-      BOOST_TEST_INFO("ranks " << hosts.size() << ", host of rank 1 " << hosts[1]);
+                       std::vector<int>{0, 0, 0, 1, 1, 1}, std::vector<int>{0, 0, 1, 1, 2, 2},
+                       std::vector<int>{0, 1, 1, 1}, std::vector<int>{0, 1, 0, 1, 0}}) {
+      BOOST_TEST_INFO("ranks " << hosts.size() << ", host of rank 1 " << hosts[1]
+                               << ", of the last " << hosts.back());
       BOOST_TEST(messages_sent(hosts, crowded, from, gcl::by_size{}) ==
                      messages_sent(hosts, crowded, from, gcl::hierarchical{}),
                  boost::test_tools::per_element());
       if (crowded) {
-        BOOST_TEST(messages_sent(hosts, crowded, from - 1, gcl::by_size{}) ==
-                       messages_sent(hosts, crowded, from - 1, gcl::tree_by_hosts{}),
-                   boost::test_tools::per_element());
-        BOOST_TEST(messages_sent(hosts, crowded, by_hosts_from, gcl::by_size{}) ==
-                       messages_sent(hosts, crowded, by_hosts_from, gcl::tree_by_hosts{}),
-                   boost::test_tools::per_element());
-        BOOST_TEST(messages_sent(hosts, crowded, by_hosts_from - 1, gcl::by_size{}) ==
-                       messages_sent(hosts, crowded, by_hosts_from - 1, gcl::tree{}),
-                   boost::test_tools::per_element());
+        for (std::size_t n : {std::size_t{1}, by_hosts_from - 1, by_hosts_from, from - 1})
+          BOOST_TEST(messages_sent(hosts, crowded, n, gcl::by_size{}) ==
+                         messages_sent(hosts, crowded, n, gcl::tree_by_hosts{}),
+                     boost::test_tools::per_element());
       } else {
         BOOST_TEST((messages_sent(hosts, crowded, from - 1, gcl::by_size{}) !=
                     messages_sent(hosts, crowded, from - 1, gcl::hierarchical{})));
       }
     }
-    std::vector<int> const uneven{0, 0, 0, 1};  // hosts of 3 and 1: TCP's choice
-    BOOST_TEST(messages_sent(uneven, crowded, from, gcl::by_size{}) ==
-                   messages_sent(uneven, crowded, from, gcl::halving_doubling{}),
-               boost::test_tools::per_element());
   }
+  // Every rank on a host of its own: TCP's choice, the tree where cores are shared, halving-
+  // doubling at 64 KiB where not.
+  std::vector<int> const alone{0, 1, 2, 3};
+  BOOST_TEST(messages_sent(alone, true, by_hosts_from, gcl::by_size{}) ==
+                 messages_sent(alone, true, by_hosts_from, gcl::tree{}),
+             boost::test_tools::per_element());
+  BOOST_TEST(messages_sent(alone, false, by_hosts_from, gcl::by_size{}) ==
+                 messages_sent(alone, false, by_hosts_from, gcl::halving_doubling{}),
+             boost::test_tools::per_element());
 }
 
 // gcl::tree_by_hosts: the tree inside each host, among the hosts' first ranks, and inside each
 // host again: 2 (P - 1) messages of which 2 (H - 1) cross between hosts, whatever the
-// placement; `tree` where the hosts differ in size. Exact on every rank.
+// placement and whatever the hosts' sizes. Exact on every rank.
 BOOST_AUTO_TEST_CASE(tree_by_hosts_crosses_between_hosts_once_into_each) {
   using counts = std::vector<std::uint64_t>;
   std::size_t const n = 1001;
@@ -420,16 +424,23 @@ BOOST_AUTO_TEST_CASE(tree_by_hosts_crosses_between_hosts_once_into_each) {
   BOOST_TEST(messages_sent({0, 0, 1, 1}, false, n, gcl::tree_by_hosts{}) ==
                  messages_sent({0, 0, 1, 1}, false, n, gcl::tree{}),
              boost::test_tools::per_element());
-  BOOST_TEST(messages_sent({0, 0, 0, 1}, false, n, gcl::tree_by_hosts{}) ==
-                 messages_sent({0, 0, 0, 1}, false, n, gcl::tree{}),
+  // Hosts of 1 and 3: rank 1 leads the second (reduces from 2 and 3, exchanges with rank 0,
+  // broadcasts), where the tree's edges 1-0, 2-0 cross both ways (four messages, not two).
+  BOOST_TEST(messages_sent({0, 1, 1, 1}, false, n, gcl::tree_by_hosts{}) == counts({1, 3, 1, 1}),
              boost::test_tools::per_element());
+  BOOST_TEST(messages_sent({0, 1, 1, 1}, false, n, gcl::tree{}) == counts({2, 1, 2, 1}),
+             boost::test_tools::per_element());
+  // 3 + 2 interleaved: ranks 0 and 1 lead; rank 0 reduces from 2 and 4, rank 1 from 3.
+  BOOST_TEST(
+      messages_sent({0, 1, 0, 1, 0}, false, n, gcl::tree_by_hosts{}) == counts({3, 2, 1, 1, 1}),
+      boost::test_tools::per_element());
 }
 
 // gcl::hierarchical: a reduce-scatter inside each host, an all_reduce across hosts, an
-// all-gather inside each host, whatever the placement, where every host runs as many ranks:
-// 2 (L - 1) + 2 (H - 1) messages a rank (L ranks on each of H hosts); ring's 2 (P - 1) where
-// the hosts differ in size. Every rank ends with the same bits, the exact sum here. by_size
-// takes it from `hierarchical_from`.
+// all-gather inside each host, whatever the placement: 2 (L - 1) + 2 (H - 1) messages a rank
+// where every host runs L ranks (H hosts); where the hosts differ in size, the grid of the
+// smallest, the other ranks folded into it. Every rank ends with the same bits, the exact sum
+// here. by_size takes it from `hierarchical_from`.
 BOOST_AUTO_TEST_CASE(hierarchical_reduces_inside_hosts_then_across) {
   std::size_t const n = 1001;  // chunks of different sizes at every level
   auto const ring = [&](std::size_t p) { return std::vector<std::uint64_t>(p, 2 * (p - 1)); };
@@ -444,7 +455,23 @@ BOOST_AUTO_TEST_CASE(hierarchical_reduces_inside_hosts_then_across) {
              boost::test_tools::per_element());
   BOOST_TEST(messages_sent({2, 0, 1, 1, 0, 2}, false, n, gcl::hierarchical{}) == grid(6, 2, 3),
              boost::test_tools::per_element());
-  BOOST_TEST(messages_sent({0, 0, 0, 1}, false, n, gcl::hierarchical{}) == ring(4),
+  // Hosts of different sizes: a grid as wide as the smallest, the other ranks folded into it.
+  // 3 + 1: ranks 1 and 2 hand their vectors to rank 0 and get the result back; ranks 0 and 3
+  // run the ring of two.
+  using counts = std::vector<std::uint64_t>;
+  BOOST_TEST(messages_sent({0, 0, 0, 1}, false, n, gcl::hierarchical{}) == counts({4, 1, 1, 2}),
+             boost::test_tools::per_element());
+  // 5 + 3: ranks 3 and 4 fold into lanes 0 and 1; grid(., 3, 2) for the lanes' ranks, and one
+  // more message for each of ranks 0 and 1 (the result back).
+  BOOST_TEST(messages_sent({0, 0, 0, 0, 0, 1, 1, 1}, false, n, gcl::hierarchical{}) ==
+                 counts({7, 7, 6, 1, 1, 6, 6, 6}),
+             boost::test_tools::per_element());
+  // 3 + 2 interleaved: host 0 is ranks 0, 2, 4 (rank 4 folds into rank 0), host 1 ranks 1, 3.
+  BOOST_TEST(
+      messages_sent({0, 1, 0, 1, 0}, false, n, gcl::hierarchical{}) == counts({5, 4, 4, 4, 1}),
+      boost::test_tools::per_element());
+  // Every rank on a host of its own: one ring.
+  BOOST_TEST(messages_sent({0, 1, 2, 3}, false, n, gcl::hierarchical{}) == ring(4),
              boost::test_tools::per_element());
   // by_size: recursive doubling below 4,002 bytes (2 messages a rank), hierarchical from there.
   gcl::all_reduce_thresholds sizes = gcl::hybrid_transport::mixed_all_reduce;
@@ -455,23 +482,27 @@ BOOST_AUTO_TEST_CASE(hierarchical_reduces_inside_hosts_then_across) {
                  std::vector<std::uint64_t>(4, 2),
              boost::test_tools::per_element());
 
-  // Not exact sums: every rank ends with the same bits all the same.
-  auto results = gcl::spawn<gcl::hybrid_transport>(
-      6,
-      [&](auto& comm) {
-        std::vector<float> v(n);
-        for (std::size_t i = 0; i < n; ++i)
-          v[i] = 1.0f / static_cast<float>(3 + i + 7 * static_cast<std::size_t>(comm.rank()));
-        gcl::all_reduce(comm, v, gcl::sum{}, gcl::hierarchical{});
-        return v;
-      },
-      scaled({0, 1, 2, 0, 1, 2}));
-  for (std::size_t r = 1; r < results.size(); ++r) {
-    BOOST_TEST_INFO("rank " << r);
-    BOOST_TEST((std::memcmp(results[r].data(), results[0].data(), n * sizeof(float)) == 0));
+  // Not exact sums: every rank ends with the same bits all the same, hosts of equal sizes or
+  // not (rank 3 folds into rank 0, rank 5 into rank 2).
+  for (auto hosts : {std::vector<int>{0, 1, 2, 0, 1, 2}, std::vector<int>{0, 1, 0, 0, 1, 0}}) {
+    BOOST_TEST_INFO("host of rank 2 " << hosts[2]);
+    auto results = gcl::spawn<gcl::hybrid_transport>(
+        6,
+        [&](auto& comm) {
+          std::vector<float> v(n);
+          for (std::size_t i = 0; i < n; ++i)
+            v[i] = 1.0f / static_cast<float>(3 + i + 7 * static_cast<std::size_t>(comm.rank()));
+          gcl::all_reduce(comm, v, gcl::sum{}, gcl::hierarchical{});
+          return v;
+        },
+        scaled(hosts));
+    for (std::size_t r = 1; r < results.size(); ++r) {
+      BOOST_TEST_INFO("rank " << r);
+      BOOST_TEST((std::memcmp(results[r].data(), results[0].data(), n * sizeof(float)) == 0));
+    }
+    BOOST_TEST(std::abs(results[0][0] - (1.0f / 3 + 1.0f / 10 + 1.0f / 17 + 1.0f / 24 + 1.0f / 31 +
+                                         1.0f / 38)) < 1e-6f);
   }
-  BOOST_TEST(std::abs(results[0][0] - (1.0f / 3 + 1.0f / 10 + 1.0f / 17 + 1.0f / 24 + 1.0f / 31 +
-                                       1.0f / 38)) < 1e-6f);
 }
 
 // Whether ranks share cores (by_size asks): across hosts, what the TCP rendezvous gathered from

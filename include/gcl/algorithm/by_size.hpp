@@ -41,11 +41,11 @@
 /// `halving_doubling_below_if_cores_crowded` (fewer rounds of the same bytes).
 ///
 /// Across hosts, where the transport says which host each rank is on (a member
-/// `host_of_ranks()`, as `hybrid_transport`'s) and every host runs as many ranks, `hierarchical`
-/// from its `hierarchical_from` wherever halving-doubling or ring would run: it sends between
-/// hosts the least an all_reduce can. Where the tree would run from that size (ranks share
-/// cores), `tree_by_hosts` instead: the tree's messages, of which only one into each host and
-/// one out crosses between hosts, whatever the placement.
+/// `host_of_ranks()`, as `hybrid_transport`'s) and its thresholds name a `hierarchical_from`,
+/// `hierarchical` from that size wherever halving-doubling or ring would run: it sends between
+/// hosts the least an all_reduce can. Wherever the tree would run (ranks share cores),
+/// `tree_by_hosts` instead: the tree's messages, of which only one into each host and one out
+/// crosses between hosts, whatever the placement. Hosts of different sizes too.
 ///
 /// A non-commutative operator never gets ring (it reorders operands), nor hierarchical; it gets
 /// halving-doubling.
@@ -240,26 +240,32 @@ struct by_size {
         comm.size() <= parameter_server_max_ranks &&
         detail::hint_of(comm, detail::ranks_crowd_cores))
       return parameter_server{}.all_reduce(comm, data, op);
-    // The grid of hosts where hierarchical may run: from its size, across hosts of as many ranks.
-    std::optional<detail::host_grid> hosts;
-    if constexpr (commutative_op<Op, T>)
-      if (t.hierarchical_from != 0 && bytes >= t.hierarchical_from)
-        if (detail::host_grid g(detail::hosts_of_comm(comm), comm.rank()); g.spans_hosts())
-          hosts.emplace(std::move(g));
+    // Across hosts (thresholds that name `hierarchical_from`: a mixed job's; a transport that
+    // says which host each rank is on), the tree and the rings go by hosts.
+    auto by_hosts = [&]() -> detail::host_grid const* {
+      if constexpr (commutative_op<Op, T>)
+        if (t.hierarchical_from != 0)
+          if (auto const& g = detail::host_grid_of(comm); g.spans_hosts()) return &g;
+      return nullptr;
+    };
     if (cores_shared && bytes >= t.tree_from_if_cores_shared) {
       std::size_t tree_below = t.tree_below_if_cores_shared;
       if (t.tree_below_if_over_two_per_cpu > tree_below &&
           detail::hint_of(comm, detail::ranks_over_two_per_cpu))
         tree_below = t.tree_below_if_over_two_per_cpu;
       // Across hosts, the tree by hosts: it crosses between them once into each host.
-      if (bytes < tree_below)
-        return hosts ? tree_by_hosts::all_reduce_over(comm, data, op, *hosts)
-                     : tree{}.all_reduce(comm, data, op);
+      if (bytes < tree_below) {
+        if (auto const* hosts = by_hosts())
+          return tree_by_hosts::all_reduce_over(comm, data, op, *hosts);
+        return tree{}.all_reduce(comm, data, op);
+      }
     }
     if (bytes < recursive_doubling_below(t, comm.size()))
       return recursive_doubling{}.all_reduce(comm, data, op);
     if constexpr (commutative_op<Op, T>) {
-      if (hosts) return hierarchical::all_reduce_over(comm, data, op, *hosts);
+      if (t.hierarchical_from != 0 && bytes >= t.hierarchical_from)
+        if (auto const* hosts = by_hosts())
+          return hierarchical::all_reduce_over(comm, data, op, *hosts);
       if (bytes >= ring_from(t, cores_shared) &&
           !detail::halving_doubling_instead_of_ring(comm, t, bytes))
         return ring_of(t, comm.size(), cores_shared).all_reduce(comm, data, op);

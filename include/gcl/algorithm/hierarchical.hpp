@@ -14,11 +14,17 @@
 /// over its L ranks, for any placement of the ranks on the hosts (in blocks or interleaved) and
 /// any L and H. Each rank sends 2 (L - 1) + 2 (H - 1) messages, against ring's 2 (P - 1).
 ///
-/// Needs every host to run the same number of ranks, and the transport to say which host each
-/// rank is on (a member `host_of_ranks()`: one number per rank, the same on every rank, as
-/// `hybrid_transport`'s); otherwise it runs `ring`. Each chunk is combined on one rank and then
-/// copied, so every rank ends with bit-identical results; a commutative operator is needed
-/// (the rings reorder operands).
+/// Where the hosts run different numbers of ranks, the grid is as wide as the smallest host (L
+/// its ranks), and each larger host's other ranks fold into it first: rank l + kL of a host
+/// hands its vector to rank l of that host (a binomial reduce among them) and gets the result
+/// back at the end (a binomial broadcast), inside the host. Between hosts nothing changes: H
+/// lanes of the same chunks. So 3 + 1 crosses between the hosts N each way, where ring over the
+/// four crosses 1.5 N.
+///
+/// Needs the transport to say which host each rank is on (a member `host_of_ranks()`: one
+/// number per rank, the same on every rank, as `hybrid_transport`'s); otherwise it runs `ring`.
+/// Each chunk is combined on one rank and then copied, so every rank ends with bit-identical
+/// results; a commutative operator is needed (the rings reorder operands).
 ///
 /// `gcl::tree_by_hosts`, for the same jobs at sizes where messages cost more than bytes: the
 /// binomial tree inside each host, among the hosts' first ranks, and inside each host again.
@@ -26,6 +32,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <map>
+#include <optional>
 #include <span>
 #include <string_view>
 #include <vector>
@@ -67,17 +74,23 @@ std::vector<int> hosts_of_comm(Comm& comm) {
   return out;
 }
 
-// This rank's place in the grid of hosts x local ranks: `local`, the ranks of its host in rank
-// order; `across`, the ranks with its local number, one per host, in the order of the hosts'
-// first ranks. Empty (`valid()` false) unless every host runs the same number of ranks.
+// This rank's place among the hosts. `local`: the ranks of its host in rank order, this rank at
+// `local_index`. `leaders`: each host's first rank, the hosts in the order of their first ranks,
+// this rank's host at `host_index`. And the grid hierarchical runs on: `lanes` local ranks on
+// every host, as many as the smallest host runs. A rank whose local index is below that is in
+// the lane of that number: `in_host`, the first `lanes` ranks of its host, and `across`, its
+// lane's rank on every host. A rank of a larger host beyond them folds into the lane of its
+// local index mod `lanes`; `fold` lists that lane's rank on this host first, then the ranks
+// folded into it, this rank at `fold_index` (one rank, this one, where nothing folds). Empty
+// (`valid()` false) where the transport does not say which host each rank is on.
 struct host_grid {
-  std::vector<int> local, across;
-  int local_index = 0, across_index = 0;
+  std::vector<int> local, leaders, in_host, across, fold;
+  int local_index = 0, host_index = 0, fold_index = 0;
+  std::size_t ranks = 0;
 
   host_grid(std::vector<int> const& host, int rank) {
-    // Each host's ranks in rank order, the hosts in the order of their first ranks. by_size
-    // builds this on every call from hierarchical_from: one lookup a rank, not a search of the
-    // hosts found so far.
+    if (rank < 0 || static_cast<std::size_t>(rank) >= host.size()) return;
+    // Each host's ranks in rank order, the hosts in the order of their first ranks.
     std::vector<std::vector<int>> members;
     std::map<int, std::size_t> index_of_host;
     for (std::size_t r = 0; r < host.size(); ++r) {
@@ -85,19 +98,42 @@ struct host_grid {
       if (added) members.emplace_back();
       members[at->second].push_back(static_cast<int>(r));
     }
-    for (auto const& m : members)
-      if (m.size() != members.front().size()) return;  // hosts of different sizes
-    if (rank < 0 || static_cast<std::size_t>(rank) >= host.size()) return;
+    ranks = host.size();
     std::size_t const h = index_of_host.at(host[static_cast<std::size_t>(rank)]);
     local = members[h];
     local_index = static_cast<int>(std::find(local.begin(), local.end(), rank) - local.begin());
-    across_index = static_cast<int>(h);
-    for (auto const& m : members) across.push_back(m[static_cast<std::size_t>(local_index)]);
+    host_index = static_cast<int>(h);
+    std::size_t lane_count = local.size();
+    for (auto const& m : members) {
+      leaders.push_back(m.front());
+      lane_count = std::min(lane_count, m.size());
+    }
+    auto const at = static_cast<std::size_t>(local_index), lane = at % lane_count;
+    for (std::size_t i = lane; i < local.size(); i += lane_count) fold.push_back(local[i]);
+    fold_index = static_cast<int>(at / lane_count);
+    if (at < lane_count) {
+      in_host.assign(local.begin(), local.begin() + static_cast<std::ptrdiff_t>(lane_count));
+      for (auto const& m : members) across.push_back(m[lane]);
+    }
   }
   bool valid() const noexcept { return !local.empty(); }
-  // Two hosts or more, two ranks or more on each: where the three rings differ from one ring.
-  bool spans_hosts() const noexcept { return local.size() >= 2 && across.size() >= 2; }
+  // Two hosts or more, and one of them runs two ranks or more: where going by hosts differs
+  // from going by ranks.
+  bool spans_hosts() const noexcept { return leaders.size() >= 2 && ranks > leaders.size(); }
 };
+
+// `comm`'s host grid, built on first use and kept with the communicator (the hosts its ranks
+// run on do not change): by_size asks for it on every call where the tree runs, from 4 B, and
+// building it (a dozen allocations) cost 1-3 us of a 17-20 us call at 2 + 2.
+struct kept_host_grid {
+  std::optional<host_grid> grid;
+};
+template <class Comm>
+host_grid const& host_grid_of(Comm& comm) {
+  auto& kept = comm.template cached<kept_host_grid>();
+  if (!kept.grid) kept.grid.emplace(hosts_of_comm(comm), comm.rank());
+  return *kept.grid;
+}
 
 // Ring reduce-scatter of `data` (cut into ranks.size() chunks by `chunks`) among `ranks`, this
 // rank at `at`: afterwards chunk `at` holds the combination of every rank's. Same schedule as
@@ -173,7 +209,7 @@ struct hierarchical {
   template <class Comm, class T, class Op>
   void all_reduce(Comm& comm, std::span<T> data, Op const& op) const {
     if (comm.size() == 1) return;
-    detail::host_grid const g(detail::hosts_of_comm(comm), comm.rank());
+    auto const& g = detail::host_grid_of(comm);
     if (!g.valid()) return ring{}.all_reduce(comm, data, op);
     all_reduce_over(comm, data, op, g);
   }
@@ -182,14 +218,20 @@ struct hierarchical {
   template <class Comm, class T, class Op>
   static void all_reduce_over(Comm& comm, std::span<T> data, Op const& op,
                               detail::host_grid const& g) {
-    int const l = static_cast<int>(g.local.size()), h = static_cast<int>(g.across.size());
-    detail::chunk_layout const in_host{data.size(), l};
-    detail::ring_reduce_scatter_among(comm, g.local, g.local_index, data, in_host, op);
-    auto mine = data.subspan(in_host.offset(g.local_index), in_host.size(g.local_index));
-    detail::chunk_layout const across{mine.size(), h};
-    detail::ring_reduce_scatter_among(comm, g.across, g.across_index, mine, across, op);
-    detail::ring_all_gather_among(comm, g.across, g.across_index, mine, across);
-    detail::ring_all_gather_among(comm, g.local, g.local_index, data, in_host);
+    // A larger host's extra ranks first hand their vectors to the lanes' ranks, inside the host.
+    bool const folds = g.fold.size() > 1;
+    if (folds) detail::binomial_reduce_among(comm, g.fold, g.fold_index, data, op);
+    if (g.fold_index == 0) {
+      int const l = static_cast<int>(g.in_host.size()), h = static_cast<int>(g.across.size());
+      detail::chunk_layout const in_host{data.size(), l};
+      detail::ring_reduce_scatter_among(comm, g.in_host, g.local_index, data, in_host, op);
+      auto mine = data.subspan(in_host.offset(g.local_index), in_host.size(g.local_index));
+      detail::chunk_layout const across{mine.size(), h};
+      detail::ring_reduce_scatter_among(comm, g.across, g.host_index, mine, across, op);
+      detail::ring_all_gather_among(comm, g.across, g.host_index, mine, across);
+      detail::ring_all_gather_among(comm, g.in_host, g.local_index, data, in_host);
+    }
+    if (folds) detail::binomial_broadcast_among(comm, g.fold, g.fold_index, data);
   }
 };
 
@@ -203,9 +245,10 @@ struct hierarchical {
 ///
 ///     gcl::all_reduce(comm, v, gcl::sum{}, gcl::tree_by_hosts{});
 ///
-/// Needs every host to run the same number of ranks (else it runs `tree`) and a commutative
-/// operator (hosts are combined in the order of their first ranks). The result is combined on
-/// rank 0 and then copied: every rank ends bit-identical.
+/// Hosts may run different numbers of ranks. Needs the transport to say which host each rank
+/// is on (else it runs `tree`) and a commutative operator (hosts are combined in the order of
+/// their first ranks). The result is combined on rank 0 and then copied: every rank ends
+/// bit-identical.
 struct tree_by_hosts {
   static constexpr std::string_view name = "tree_by_hosts";
   static constexpr bool needs_commutative = true;
@@ -213,7 +256,7 @@ struct tree_by_hosts {
   template <class Comm, class T, class Op>
   void all_reduce(Comm& comm, std::span<T> data, Op const& op) const {
     if (comm.size() == 1) return;
-    detail::host_grid const g(detail::hosts_of_comm(comm), comm.rank());
+    auto const& g = detail::host_grid_of(comm);
     if (!g.valid()) return tree{}.all_reduce(comm, data, op);
     all_reduce_over(comm, data, op, g);
   }
@@ -224,8 +267,8 @@ struct tree_by_hosts {
                               detail::host_grid const& g) {
     detail::binomial_reduce_among(comm, g.local, g.local_index, data, op);
     if (g.local_index == 0) {
-      detail::binomial_reduce_among(comm, g.across, g.across_index, data, op);
-      detail::binomial_broadcast_among(comm, g.across, g.across_index, data);
+      detail::binomial_reduce_among(comm, g.leaders, g.host_index, data, op);
+      detail::binomial_broadcast_among(comm, g.leaders, g.host_index, data);
     }
     detail::binomial_broadcast_among(comm, g.local, g.local_index, data);
   }

@@ -73,19 +73,19 @@ class hybrid_transport {
   /// server's 23-48, the default within 1.06x of the best fixed algorithm at 4 B to 256 KiB
   /// (1.19-1.62x at 4 B to 16 KiB with the parameter server).
   ///
-  /// And where every host runs as many ranks, `gcl::hierarchical` from 64 KiB (reduce-scatter
-  /// inside each host, all_reduce across, all-gather inside): each host sends the others the
-  /// least an all_reduce can, where ring's one link out of a host carries nearly twice the
-  /// vector. Where ranks share cores the tree's sizes come first (to 1 MiB, and no further
-  /// where a host has more than two ranks per CPU), and from 64 KiB they take
-  /// `gcl::tree_by_hosts`, the tree with one edge into each host: fewer messages. Two network
-  /// namespaces of 3 processes on 2 cores, default_vs_fixed (2026-12-07, benchmark/analysis.md,
-  /// "Hierarchical"): with their link capped at 2 Gbit/s, from 1 MiB to 64 MiB 0.53-0.82x the
-  /// time of what by_size took before (the tree to 2 MiB, ring from there); at 2 + 2 level with
-  /// halving-doubling, which moves the same bytes there. At 3 + 3, where the plain tree crosses
-  /// between the hosts twice each way, two_hosts.sh at 64 KiB: tree_by_hosts 92-96 us uncapped
-  /// against hierarchical's 172-174 (1.8-2.0x TCP's speed), capped 277-279 against 319-321 and
-  /// the plain tree's 539 ("The tree by hosts").
+  /// And `gcl::hierarchical` from 64 KiB (reduce-scatter inside each host, all_reduce across,
+  /// all-gather inside): each host sends the others the least an all_reduce can, where ring's
+  /// one link out of a host carries nearly twice the vector. Where ranks share cores the tree's
+  /// sizes come first (to 1 MiB, and no further where a host has more than two ranks per CPU),
+  /// and take `gcl::tree_by_hosts`, the tree with one edge into each host. Hosts may differ in
+  /// size (algorithm/hierarchical.hpp). Two network namespaces of 3 processes on 2 cores,
+  /// default_vs_fixed (2026-12-07, benchmark/analysis.md, "Hierarchical"): with their link
+  /// capped at 2 Gbit/s, from 1 MiB to 64 MiB 0.53-0.82x the time of what by_size took before
+  /// (the tree to 2 MiB, ring from there); at 2 + 2 level with halving-doubling, which moves
+  /// the same bytes there. At 3 + 3, where the plain tree crosses between the hosts twice each
+  /// way, two_hosts.sh at 64 KiB: tree_by_hosts 92-96 us uncapped against hierarchical's
+  /// 172-174 (1.8-2.0x TCP's speed), capped 277-279 against 319-321 and the plain tree's 539
+  /// ("The tree by hosts").
   static constexpr all_reduce_thresholds mixed_all_reduce = [] {
     auto t = tcp_transport::default_all_reduce;
     t.parameter_server_below_if_cores_crowded = 0;
