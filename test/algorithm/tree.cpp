@@ -32,7 +32,8 @@ BOOST_AUTO_TEST_CASE(partner_function_is_the_homework_formula) {
         if (int to = d::binomial_partner(n, i); to >= 0) {
           ++sends[n];
           ++children[to];
-          BOOST_TEST(d::binomial_child(to, i, p) == n);  // the receiver expects exactly n
+          BOOST_TEST(d::binomial_child(to, i, p) == n);         // the receiver expects exactly n
+          BOOST_TEST(i <= d::binomial_last_child_step(to, p));  // and looks for it at step i
           BOOST_TEST(d::binomial_send_step(n) == i);
           BOOST_TEST(d::binomial_parent(n) == to);
         }

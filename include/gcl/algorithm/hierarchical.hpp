@@ -172,7 +172,7 @@ template <class Comm, class T, class Op>
 void binomial_reduce_among(Comm& comm, std::vector<int> const& ranks, int at, std::span<T> data,
                            Op const& op) {
   int const n = static_cast<int>(ranks.size());
-  int const last = at == 0 ? binomial_steps(n) : binomial_send_step(at) - 1;
+  int const last = binomial_last_child_step(at, n);
   for (int i = 1; i <= last; ++i)
     if (int const child = binomial_child(at, i, n); child >= 0)
       comm.recv_reduce(ranks[static_cast<std::size_t>(child)], data, op, received_operand::right,
@@ -189,7 +189,7 @@ void binomial_broadcast_among(Comm& comm, std::vector<int> const& ranks, int at,
   int const n = static_cast<int>(ranks.size());
   if (at != 0)
     comm.recv(ranks[static_cast<std::size_t>(binomial_parent(at))], data, collective_tag);
-  int const last = at == 0 ? binomial_steps(n) : binomial_send_step(at) - 1;
+  int const last = binomial_last_child_step(at, n);
   for (int i = last; i >= 1; --i)
     if (int const child = binomial_child(at, i, n); child >= 0)
       comm.send(ranks[static_cast<std::size_t>(child)], std::span<T const>(data), collective_tag);

@@ -94,7 +94,7 @@ struct tree {
     // The subtree's blocks in relative order; at root 0 that is `out` itself.
     std::span<T> buf = (me == root && root == 0) ? out : comm.template scratch<T>(blocks(sub), 0);
     std::copy(in.begin(), in.end(), buf.begin());
-    int const last = rel == 0 ? detail::binomial_steps(p) : detail::binomial_send_step(rel) - 1;
+    int const last = detail::binomial_last_child_step(rel, p);
     for (int i = 1; i <= last; ++i) {
       int child = detail::binomial_child(rel, i, p);
       if (child < 0) continue;
@@ -137,7 +137,7 @@ struct tree {
                 detail::collective_tag);
       buf = s;
     }
-    int const last = rel == 0 ? detail::binomial_steps(p) : detail::binomial_send_step(rel) - 1;
+    int const last = detail::binomial_last_child_step(rel, p);
     for (int i = last; i >= 1; --i) {  // largest subtree first, as in broadcast
       int child = detail::binomial_child(rel, i, p);
       if (child < 0) continue;
@@ -164,7 +164,7 @@ struct tree {
   static void reduce_phase(Comm& comm, std::span<T> data, std::span<T> acc, std::span<T> tmp,
                            int root, Op const& op) {
     int const p = comm.size(), rel = detail::relative_rank(comm.rank(), root, p);
-    int const last = rel == 0 ? detail::binomial_steps(p) : detail::binomial_send_step(rel) - 1;
+    int const last = detail::binomial_last_child_step(rel, p);
     bool received = false;
     for (int i = 1; i <= last; ++i) {
       int child = detail::binomial_child(rel, i, p);
@@ -193,7 +193,7 @@ struct tree {
     if (rel != 0)
       comm.recv(detail::absolute_rank(detail::binomial_parent(rel), root, p), data,
                 detail::collective_tag);
-    int const last = rel == 0 ? detail::binomial_steps(p) : detail::binomial_send_step(rel) - 1;
+    int const last = detail::binomial_last_child_step(rel, p);
     for (int i = last; i >= 1; --i) {
       int child = detail::binomial_child(rel, i, p);
       if (child >= 0)

@@ -36,6 +36,12 @@ constexpr int binomial_send_step(int rel) noexcept {
   return rel == 0 ? 0 : std::countr_zero(static_cast<unsigned>(rel)) + 1;
 }
 
+/// The last step of the reduce phase at which `rel` may receive from a child: the one before it
+/// sends, every step for the root. Its children come at steps 1 to this (broadcast: in reverse).
+constexpr int binomial_last_child_step(int rel, int size) noexcept {
+  return rel == 0 ? binomial_steps(size) : binomial_send_step(rel) - 1;
+}
+
 /// The partner n' of `rel` at step `i` of the reduce phase: the rank it sends to,
 /// `rel - 2^(i-1)`, or -1 if `rel` does not send at step `i` (unless `rel mod 2^i == 2^(i-1)`).
 constexpr int binomial_partner(int rel, int i) noexcept {
@@ -64,7 +70,7 @@ constexpr int binomial_subtree_size(int rel, int size) noexcept {
 
 /// Number of children of `rel`: the steps before its send step at which it has a child.
 constexpr int binomial_child_count(int rel, int size) noexcept {
-  int last = rel == 0 ? binomial_steps(size) : binomial_send_step(rel) - 1;
+  int const last = binomial_last_child_step(rel, size);
   int n = 0;
   for (int i = 1; i <= last; ++i) n += binomial_child(rel, i, size) >= 0;
   return n;

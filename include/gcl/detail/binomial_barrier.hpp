@@ -20,7 +20,7 @@ namespace gcl::detail {
 template <class Comm>
 void binomial_barrier(Comm& comm) {
   int const p = comm.size(), rel = comm.rank();  // rooted at rank 0: relative rank is rank
-  int const last = rel == 0 ? binomial_steps(p) : binomial_send_step(rel) - 1;
+  int const last = binomial_last_child_step(rel, p);
   std::span<std::byte> none;
   for (int i = 1; i <= last; ++i)  // up: every child's subtree has entered
     if (int const child = binomial_child(rel, i, p); child >= 0)
