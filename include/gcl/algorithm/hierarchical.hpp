@@ -76,13 +76,13 @@ std::vector<int> hosts_of_comm(Comm& comm) {
 
 // This rank's place among the hosts. `local`: the ranks of its host in rank order, this rank at
 // `local_index`. `leaders`: each host's first rank, the hosts in the order of their first ranks,
-// this rank's host at `host_index`. And the grid hierarchical runs on: `lanes` local ranks on
-// every host, as many as the smallest host runs. A rank whose local index is below that is in
-// the lane of that number: `in_host`, the first `lanes` ranks of its host, and `across`, its
-// lane's rank on every host. A rank of a larger host beyond them folds into the lane of its
-// local index mod `lanes`; `fold` lists that lane's rank on this host first, then the ranks
-// folded into it, this rank at `fold_index` (one rank, this one, where nothing folds). Empty
-// (`valid()` false) where the transport does not say which host each rank is on.
+// this rank's host at `host_index`. And the grid hierarchical runs on, of L lanes, L the ranks
+// of the smallest host. A rank whose local index is below L is in the lane of that number:
+// `in_host`, the first L ranks of its host, and `across`, its lane's rank on every host. A rank
+// of a larger host beyond them folds into the lane of its local index mod L; `fold` lists that
+// lane's rank on this host first, then the ranks folded into it, this rank at `fold_index` (one
+// rank, this one, where nothing folds). Empty (`valid()` false) where the transport does not
+// say which host each rank is on.
 struct host_grid {
   std::vector<int> local, leaders, in_host, across, fold;
   int local_index = 0, host_index = 0, fold_index = 0;
@@ -103,16 +103,16 @@ struct host_grid {
     local = members[h];
     local_index = static_cast<int>(std::find(local.begin(), local.end(), rank) - local.begin());
     host_index = static_cast<int>(h);
-    std::size_t lane_count = local.size();
+    std::size_t lanes = local.size();
     for (auto const& m : members) {
       leaders.push_back(m.front());
-      lane_count = std::min(lane_count, m.size());
+      lanes = std::min(lanes, m.size());
     }
-    auto const at = static_cast<std::size_t>(local_index), lane = at % lane_count;
-    for (std::size_t i = lane; i < local.size(); i += lane_count) fold.push_back(local[i]);
-    fold_index = static_cast<int>(at / lane_count);
-    if (at < lane_count) {
-      in_host.assign(local.begin(), local.begin() + static_cast<std::ptrdiff_t>(lane_count));
+    auto const at = static_cast<std::size_t>(local_index), lane = at % lanes;
+    for (std::size_t i = lane; i < local.size(); i += lanes) fold.push_back(local[i]);
+    fold_index = static_cast<int>(at / lanes);
+    if (at < lanes) {
+      in_host.assign(local.begin(), local.begin() + static_cast<std::ptrdiff_t>(lanes));
       for (auto const& m : members) across.push_back(m[lane]);
     }
   }
