@@ -3,11 +3,12 @@
 # between hosts) against TCP to every peer, in the same run.
 #
 #   benchmark/two_hosts.sh path/to/all_reduce [ranks_per_host=2] [rounds=5] [max_bytes=64M] [link_rate]
+#   (ranks_per_host: n for two hosts of n, or a+b for hosts of a and b ranks, such as 3+1)
 #
 # Two network namespaces stand for two hosts (tools/netns-lab.sh: a veth pair each to a bridge
 # in a namespace of its own, addresses 10.79.0.0/24 that exist only inside them). Ranks 0 ..
 # n-1 run in the first, n .. 2n-1 in the second (n = ranks_per_host, blocks as mpirun and srun
-# place them). Ranks of one namespace share its abstract Unix sockets and so meet in a shm
+# place them; with a+b, ranks 0 .. a-1 in the first and a .. a+b-1 in the second). Ranks of one namespace share its abstract Unix sockets and so meet in a shm
 # segment; across namespaces only TCP reaches (doc/shm.md, "The right path per peer").
 # link_rate (like 1gbit or 10gbit) caps each namespace's link to the bridge in both directions
 # (tc's tbf), as the network between real hosts is slower than this machine's memory; without
@@ -25,16 +26,23 @@ gcl_cli_help_version "$@"
 (($# >= 1 && $# <= 5)) || gcl_cli_error "usage: two_hosts.sh path/to/all_reduce [ranks_per_host] [rounds] [max_bytes] [link_rate]"
 [[ $1 != -* ]] || gcl_cli_error "unknown option '$1'"
 [[ -x $1 ]] || gcl_cli_error "'$1' is not an executable all_reduce benchmark"
-[[ -z ${2:-} ]] || gcl_cli_positive ranks_per_host "$2"
+# ranks_per_host: n, or a+b (hosts of different sizes).
+first=2 second=2
+if [[ ${2:-} =~ ^[1-9][0-9]*$ ]]; then
+  first=$2 second=$2
+elif [[ ${2:-} =~ ^([1-9][0-9]*)\+([1-9][0-9]*)$ ]]; then
+  first=${BASH_REMATCH[1]} second=${BASH_REMATCH[2]}
+elif [[ -n ${2:-} ]]; then
+  gcl_cli_error "ranks_per_host: '$2' is neither a positive n nor a+b (hosts of a and b ranks)"
+fi
 [[ -z ${3:-} ]] || gcl_cli_positive rounds "$3"
 [[ -z ${4:-} || $4 =~ ^[0-9]+[KMG]?$ ]] || gcl_cli_error "max_bytes: '$4' is not a size like 4096, 64K or 64M"
 [[ -z ${5:-} || $5 =~ ^[0-9]+(\.[0-9]+)?[kmg]bit$ ]] || gcl_cli_error "link_rate: '$5' is not a rate like 100mbit, 1gbit or 2.5gbit"
 bench=$1
-per_host=${2:-2}
 rounds=${3:-5}
 max=${4:-64M}
 rate=${5:-}
-ranks=$((2 * per_host))
+ranks=$((first + second))
 id=gclm$$
 
 [[ $(id -u) == 0 ]] || { echo "SKIP: not root (network namespaces need CAP_SYS_ADMIN)"; exit 77; }
@@ -65,7 +73,7 @@ run_job() {
   local mode=$1 round=$2 pids=() i failed=0
   for ((i = 0; i < ranks; ++i)); do
     # GCL_TIMEOUT bounds every wait inside gcl; timeout(1) bounds the whole job on top.
-    ip netns exec "$id-r$((i / per_host))" env GCL_RANK=$i GCL_WORLD_SIZE=$ranks \
+    ip netns exec "$id-r$((i < first ? 0 : 1))" env GCL_RANK=$i GCL_WORLD_SIZE=$ranks \
       GCL_MASTER_ADDR=10.79.0.1 GCL_MASTER_PORT=29579 GCL_TOKEN="$id-$mode-$round" \
       GCL_TIMEOUT=60 GCL_TRANSPORT="$mode" \
       timeout 900 "$bench" --transport auto -b 4 -e "$max" -f 4 --max-seconds 0.5 --csv \
@@ -82,7 +90,7 @@ run_job() {
 }
 
 echo "# all_reduce, float32 sum, $ranks ranks on two pretend hosts (network namespaces) of" \
-  "$per_host, $rounds rounds${rate:+, their links capped at $rate}; load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+  "$first and $second, $rounds rounds${rate:+, their links capped at $rate}; load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 for ((r = 1; r <= rounds; ++r)); do
   run_job auto "$r"
   run_job tcp "$r"
