@@ -195,6 +195,16 @@ void binomial_broadcast_among(Comm& comm, std::vector<int> const& ranks, int at,
       comm.send(ranks[static_cast<std::size_t>(child)], std::span<T const>(data), collective_tag);
 }
 
+// An all_reduce by hosts: `ByHosts::all_reduce_over` on `comm`'s host grid, or `Fallback`'s
+// all_reduce where the transport does not say which host each rank is on.
+template <class ByHosts, class Fallback, class Comm, class T, class Op>
+void all_reduce_by_hosts(Comm& comm, std::span<T> data, Op const& op) {
+  if (comm.size() == 1) return;
+  auto const& g = host_grid_of(comm);
+  if (!g.valid()) return Fallback{}.all_reduce(comm, data, op);
+  ByHosts::all_reduce_over(comm, data, op, g);
+}
+
 }  // namespace detail
 
 /// Reduce-scatter inside each host, all_reduce across hosts, all-gather inside each host (see
@@ -208,10 +218,7 @@ struct hierarchical {
 
   template <class Comm, class T, class Op>
   void all_reduce(Comm& comm, std::span<T> data, Op const& op) const {
-    if (comm.size() == 1) return;
-    auto const& g = detail::host_grid_of(comm);
-    if (!g.valid()) return ring{}.all_reduce(comm, data, op);
-    all_reduce_over(comm, data, op, g);
+    detail::all_reduce_by_hosts<hierarchical, ring>(comm, data, op);
   }
 
   /// The same over the grid `g` of this communicator's hosts (valid), which by_size has made.
@@ -255,10 +262,7 @@ struct tree_by_hosts {
 
   template <class Comm, class T, class Op>
   void all_reduce(Comm& comm, std::span<T> data, Op const& op) const {
-    if (comm.size() == 1) return;
-    auto const& g = detail::host_grid_of(comm);
-    if (!g.valid()) return tree{}.all_reduce(comm, data, op);
-    all_reduce_over(comm, data, op, g);
+    detail::all_reduce_by_hosts<tree_by_hosts, tree>(comm, data, op);
   }
 
   /// The same over the grid `g` of this communicator's hosts (valid), which by_size has made.
