@@ -8,8 +8,9 @@
 # Two network namespaces stand for two hosts (tools/netns-lab.sh: a veth pair each to a bridge
 # in a namespace of its own, addresses 10.79.0.0/24 that exist only inside them). Ranks 0 ..
 # n-1 run in the first, n .. 2n-1 in the second (n = ranks_per_host, blocks as mpirun and srun
-# place them; with a+b, ranks 0 .. a-1 in the first and a .. a+b-1 in the second). Ranks of one namespace share its abstract Unix sockets and so meet in a shm
-# segment; across namespaces only TCP reaches (doc/shm.md, "The right path per peer").
+# place them; with a+b, ranks 0 .. a-1 in the first and a .. a+b-1 in the second). Ranks of
+# one namespace share its abstract Unix sockets and so meet in a shm segment; across
+# namespaces only TCP reaches (doc/shm.md, "The right path per peer").
 # link_rate (like 1gbit or 10gbit) caps each namespace's link to the bridge in both directions
 # (tc's tbf), as the network between real hosts is slower than this machine's memory; without
 # it the namespaces talk at memory speed through the veth pairs.
