@@ -337,8 +337,7 @@ std::vector<std::uint64_t> messages_sent(std::vector<int> hosts, bool crowded, s
 // Where ranks crowd the cores, by_size takes the parameter server for small messages over TCP
 // alone, but not in a job whose hosts run several ranks each (mixed_all_reduce): there the
 // binomial tree's rounds inside a host cost a shm message each (the tree by hosts, there).
-// Told so by the messages each rank sends, against the fixed algorithms'. (Over hosts of 3 and
-// 1, the tree by hosts sends as many from each rank as the parameter server: not told apart.)
+// Told so by the messages each rank sends, against the fixed algorithms'.
 BOOST_AUTO_TEST_CASE(a_job_of_hosts_with_several_ranks_takes_no_parameter_server) {
   static_assert(gcl::tcp_transport::default_all_reduce.parameter_server_below_if_cores_crowded >
                 1024);
@@ -347,7 +346,8 @@ BOOST_AUTO_TEST_CASE(a_job_of_hosts_with_several_ranks_takes_no_parameter_server
   auto sent = [](std::vector<int> hosts, auto alg) {
     return messages_sent(std::move(hosts), true, 256, alg);  // 1 KiB
   };
-  for (auto hosts : {std::vector<int>{0, 0, 1, 1}, std::vector<int>{0, 1, 1, 1}}) {
+  for (auto hosts :
+       {std::vector<int>{0, 0, 1, 1}, std::vector<int>{0, 1, 1, 1}, std::vector<int>{0, 0, 0, 1}}) {
     auto const by_size = sent(hosts, gcl::by_size{});
     BOOST_TEST(by_size == sent(hosts, gcl::tree_by_hosts{}), boost::test_tools::per_element());
     BOOST_TEST((by_size != sent(hosts, gcl::parameter_server{})));
@@ -404,9 +404,10 @@ BOOST_AUTO_TEST_CASE(a_job_over_hosts_goes_by_hosts) {
              boost::test_tools::per_element());
 }
 
-// gcl::tree_by_hosts: the tree inside each host, among the hosts' first ranks, and inside each
-// host again: 2 (P - 1) messages of which 2 (H - 1) cross between hosts, whatever the
-// placement and whatever the hosts' sizes. Exact on every rank.
+// gcl::tree_by_hosts: a binomial tree over the ranks laid out so that each host is a subtree
+// (test/algorithm/hierarchical.cpp checks the layout): 2 (P - 1) messages of which 2 (H - 1)
+// cross between hosts, whatever the placement and whatever the hosts' sizes. Exact on every
+// rank.
 BOOST_AUTO_TEST_CASE(tree_by_hosts_crosses_between_hosts_once_into_each) {
   using counts = std::vector<std::uint64_t>;
   std::size_t const n = 1001;
@@ -424,11 +425,19 @@ BOOST_AUTO_TEST_CASE(tree_by_hosts_crosses_between_hosts_once_into_each) {
   BOOST_TEST(messages_sent({0, 0, 1, 1}, false, n, gcl::tree_by_hosts{}) ==
                  messages_sent({0, 0, 1, 1}, false, n, gcl::tree{}),
              boost::test_tools::per_element());
-  // Hosts of 1 and 3: rank 1 leads the second (reduces from 2 and 3, exchanges with rank 0,
-  // broadcasts), where the tree's edges 1-0, 2-0 cross both ways (four messages, not two).
-  BOOST_TEST(messages_sent({0, 1, 1, 1}, false, n, gcl::tree_by_hosts{}) == counts({1, 3, 1, 1}),
+  // Hosts of 1 and 3: the host of three is the root's (positions 1 2 3 0): rank 1 reduces
+  // from 2 and from 3, which has reduced from rank 0 (and broadcasts back the same way), where
+  // the tree's edges 1-0, 2-0 cross both ways (four messages, not two).
+  BOOST_TEST(messages_sent({0, 1, 1, 1}, false, n, gcl::tree_by_hosts{}) == counts({1, 2, 1, 2}),
              boost::test_tools::per_element());
   BOOST_TEST(messages_sent({0, 1, 1, 1}, false, n, gcl::tree{}) == counts({2, 1, 2, 1}),
+             boost::test_tools::per_element());
+  // Hosts of 3 and 1 in blocks: the plain tree, whose one crossing edge is 3 -> 2; not rank 0
+  // reducing its host and then rank 3's sum, one round more.
+  BOOST_TEST(messages_sent({0, 0, 0, 1}, false, n, gcl::tree_by_hosts{}) ==
+                 messages_sent({0, 0, 0, 1}, false, n, gcl::tree{}),
+             boost::test_tools::per_element());
+  BOOST_TEST(messages_sent({0, 0, 0, 1}, false, n, gcl::tree_by_hosts{}) == counts({2, 1, 2, 1}),
              boost::test_tools::per_element());
   // 3 + 2 interleaved: ranks 0 and 1 lead; rank 0 reduces from 2 and 4, rank 1 from 3.
   BOOST_TEST(

@@ -27,9 +27,11 @@
 /// results; a commutative operator is needed (the rings reorder operands).
 ///
 /// `gcl::tree_by_hosts`, for the same jobs at sizes where messages cost more than bytes: the
-/// binomial tree inside each host, among the hosts' first ranks, and inside each host again.
+/// binomial tree over the ranks laid out so that each host is a subtree of it, one edge into
+/// each host and one out.
 
 #include <algorithm>
+#include <bit>
 #include <cstddef>
 #include <map>
 #include <optional>
@@ -74,6 +76,42 @@ std::vector<int> hosts_of_comm(Comm& comm) {
   return out;
 }
 
+// The positions of a binomial tree over the ranks of several hosts (`members`: each host's ranks)
+// that crosses between hosts once into each and once out: the rank at each position, -1 at a
+// position left empty. Each host, the largest first (of equal ones, the first listed), takes the
+// lowest free block of positions of its size rounded up to a power of two and aligned to it,
+// and its ranks fill the start of it. A block aligned so is a subtree: the host reduces inside
+// itself before its first position sends out, to a position of another host. The end of a
+// block that its host leaves empty is free for smaller hosts, whose blocks are subtrees of it:
+// over 3 + 1 the host of one rank takes position 3, the child that rank 2 of the host of three
+// has no rank for, and the tree is two rounds deep (the plain tree), where a tree inside each
+// host and then among their first ranks takes three. Never deeper than that, and a position's
+// parent (it with its lowest set bit cleared) is never empty, so the tree need only skip empty
+// children: checked for every split of up to 24 ranks into hosts
+// (test/algorithm/hierarchical.cpp).
+inline std::vector<int> tree_positions_by_hosts(std::vector<std::vector<int>> const& members) {
+  std::vector<std::size_t> order(members.size());
+  for (std::size_t h = 0; h < order.size(); ++h) order[h] = h;
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return members[a].size() > members[b].size();
+  });
+  std::vector<int> at;
+  for (std::size_t const h : order) {
+    auto const n = members[h].size(), block = std::bit_ceil(n);
+    auto const free = [&](std::size_t start) {
+      for (std::size_t i = start; i < std::min(start + block, at.size()); ++i)
+        if (at[i] >= 0) return false;
+      return true;
+    };
+    std::size_t start = 0;
+    while (!free(start)) start += block;
+    if (at.size() < start + n) at.resize(start + n, -1);
+    std::copy(members[h].begin(), members[h].end(),
+              at.begin() + static_cast<std::ptrdiff_t>(start));
+  }
+  return at;
+}
+
 // This rank's place among the hosts. `local`: the ranks of its host in rank order, this rank at
 // `local_index`. `leaders`: each host's first rank, the hosts in the order of their first ranks,
 // this rank's host at `host_index`. And the grid hierarchical runs on, of L lanes, L the ranks
@@ -81,11 +119,12 @@ std::vector<int> hosts_of_comm(Comm& comm) {
 // `in_host`, the first L ranks of its host, and `across`, its lane's rank on every host. A rank
 // of a larger host beyond them folds into the lane of its local index mod L; `fold` lists that
 // lane's rank on this host first, then the ranks folded into it, this rank at `fold_index` (one
-// rank, this one, where nothing folds). Empty (`valid()` false) where the transport does not
-// say which host each rank is on.
+// rank, this one, where nothing folds). `tree`: the tree by hosts' positions
+// (`tree_positions_by_hosts`), this rank at `tree_index`. Empty (`valid()` false) where the
+// transport does not say which host each rank is on.
 struct host_grid {
-  std::vector<int> local, leaders, in_host, across, fold;
-  int local_index = 0, host_index = 0, fold_index = 0;
+  std::vector<int> local, leaders, in_host, across, fold, tree;
+  int local_index = 0, host_index = 0, fold_index = 0, tree_index = 0;
   std::size_t ranks = 0;
 
   host_grid(std::vector<int> const& host, int rank) {
@@ -115,6 +154,8 @@ struct host_grid {
       in_host.assign(local.begin(), local.begin() + static_cast<std::ptrdiff_t>(lanes));
       for (auto const& m : members) across.push_back(m[lane]);
     }
+    tree = tree_positions_by_hosts(members);
+    tree_index = static_cast<int>(std::find(tree.begin(), tree.end(), rank) - tree.begin());
   }
   bool valid() const noexcept { return !local.empty(); }
   // Two hosts or more, and one of them runs two ranks or more: where going by hosts differs
@@ -167,14 +208,16 @@ void ring_all_gather_among(Comm& comm, std::vector<int> const& ranks, int at, st
 }
 
 // Binomial reduce among `ranks` to ranks[0], this rank at `at` (the tree's, over that list):
-// ranks[0]'s `data` ends with the combination; the others' holds partial results.
+// ranks[0]'s `data` ends with the combination; the others' holds partial results. A rank of -1
+// is an empty position, skipped (its parent must not be one: tree_positions_by_hosts).
 template <class Comm, class T, class Op>
 void binomial_reduce_among(Comm& comm, std::vector<int> const& ranks, int at, std::span<T> data,
                            Op const& op) {
   int const n = static_cast<int>(ranks.size());
   int const last = binomial_last_child_step(at, n);
   for (int i = 1; i <= last; ++i)
-    if (int const child = binomial_child(at, i, n); child >= 0)
+    if (int const child = binomial_child(at, i, n);
+        child >= 0 && ranks[static_cast<std::size_t>(child)] >= 0)
       comm.recv_reduce(ranks[static_cast<std::size_t>(child)], data, op, received_operand::right,
                        collective_tag);
   if (at != 0)
@@ -182,7 +225,7 @@ void binomial_reduce_among(Comm& comm, std::vector<int> const& ranks, int at, st
               collective_tag);
 }
 
-// Binomial broadcast of ranks[0]'s `data` among `ranks`, this rank at `at`.
+// Binomial broadcast of ranks[0]'s `data` among `ranks`, this rank at `at`; -1 as above.
 template <class Comm, class T>
 void binomial_broadcast_among(Comm& comm, std::vector<int> const& ranks, int at,
                               std::span<T> data) {
@@ -191,7 +234,8 @@ void binomial_broadcast_among(Comm& comm, std::vector<int> const& ranks, int at,
     comm.recv(ranks[static_cast<std::size_t>(binomial_parent(at))], data, collective_tag);
   int const last = binomial_last_child_step(at, n);
   for (int i = last; i >= 1; --i)
-    if (int const child = binomial_child(at, i, n); child >= 0)
+    if (int const child = binomial_child(at, i, n);
+        child >= 0 && ranks[static_cast<std::size_t>(child)] >= 0)
       comm.send(ranks[static_cast<std::size_t>(child)], std::span<T const>(data), collective_tag);
 }
 
@@ -242,20 +286,23 @@ struct hierarchical {
   }
 };
 
-/// The binomial tree by hosts, for the same jobs: a binomial reduce inside each host to its
-/// first rank, a binomial all_reduce (reduce, then broadcast) among those first ranks, a
-/// binomial broadcast inside each host. The tree's 2 (P - 1) messages of the whole vector, of
+/// The binomial tree by hosts, for the same jobs: a binomial reduce and broadcast over the ranks
+/// laid out so that each host is a subtree (`detail::tree_positions_by_hosts`): each host
+/// reduces inside itself, its first rank sends the host's sum to a rank of another host, and the
+/// broadcast comes back the same way. The tree's 2 (P - 1) messages of the whole vector, of
 /// which 2 (H - 1) cross between hosts, whatever the placement: `gcl::tree` over ranks in
 /// power-of-two blocks sends the same, but over 3 + 3 in blocks it crosses four times, and
-/// over interleaved ranks at every odd rank. Where the vector is small enough that messages
-/// cost more than bytes.
+/// over interleaved ranks at every odd rank. Hosts may run different numbers of ranks; a small
+/// host's sum goes to a rank of a larger host that has a round free, so the tree is no deeper
+/// than the tree inside the largest host and then among the hosts, and mostly as deep as the
+/// plain tree over all ranks (3 + 1, 1 + 3, 7 + 1: two or three rounds, not three or four).
+/// Where the vector is small enough that messages cost more than bytes.
 ///
 ///     gcl::all_reduce(comm, v, gcl::sum{}, gcl::tree_by_hosts{});
 ///
-/// Hosts may run different numbers of ranks. Needs the transport to say which host each rank
-/// is on (else it runs `tree`) and a commutative operator (hosts are combined in the order of
-/// their first ranks). The result is combined on rank 0 and then copied: every rank ends
-/// bit-identical.
+/// Needs the transport to say which host each rank is on (else it runs `tree`) and a
+/// commutative operator (hosts are combined in the order of the layout). The result is combined
+/// on the first rank of the largest host and then copied: every rank ends bit-identical.
 struct tree_by_hosts {
   static constexpr std::string_view name = "tree_by_hosts";
   static constexpr bool needs_commutative = true;
@@ -269,12 +316,8 @@ struct tree_by_hosts {
   template <class Comm, class T, class Op>
   static void all_reduce_over(Comm& comm, std::span<T> data, Op const& op,
                               detail::host_grid const& g) {
-    detail::binomial_reduce_among(comm, g.local, g.local_index, data, op);
-    if (g.local_index == 0) {
-      detail::binomial_reduce_among(comm, g.leaders, g.host_index, data, op);
-      detail::binomial_broadcast_among(comm, g.leaders, g.host_index, data);
-    }
-    detail::binomial_broadcast_among(comm, g.local, g.local_index, data);
+    detail::binomial_reduce_among(comm, g.tree, g.tree_index, data, op);
+    detail::binomial_broadcast_among(comm, g.tree, g.tree_index, data);
   }
 };
 
