@@ -1,7 +1,8 @@
 #define BOOST_TEST_MODULE algorithm_hierarchical
 #include <boost/test/unit_test.hpp>
 
-#include <gcl/algorithm/hierarchical.hpp>
+#include <gcl/detail/binomial.hpp>
+#include <gcl/detail/host_grid.hpp>
 
 #include <algorithm>
 #include <functional>
@@ -45,16 +46,19 @@ std::vector<int> placement(std::vector<int> sizes, bool interleaved, bool revers
   return host;
 }
 
-// The tree by hosts' layout over `host` (one host number per rank), checked as every rank sees
-// it; its depth in rounds.
-int checked_tree_depth(std::vector<int> const& host) {
+// The tree by hosts' layout over `host` (one host number per rank), rooted at `root` (-1: as
+// all_reduce roots it), checked as every rank sees it; its depth in rounds.
+int checked_tree_depth(std::vector<int> const& host, int root = -1) {
   int const p = static_cast<int>(host.size());
+  auto const layout = [&](d::host_grid const& g) -> d::tree_layout const& {
+    return root < 0 ? g.tree : g.tree_from(root);
+  };
   d::host_grid const first(host, 0);
-  auto const& tree = first.tree;
+  auto const tree = layout(first).at;
   for (int r = 0; r < p; ++r) {
     d::host_grid const g(host, r);
-    BOOST_TEST((g.tree == tree));  // every rank runs the same tree
-    BOOST_TEST(g.tree.at(std::size_t(g.tree_index)) == r);
+    BOOST_TEST((layout(g).at == tree));  // every rank runs the same tree
+    BOOST_TEST(layout(g).at.at(std::size_t(layout(g).index)) == r);
     BOOST_TEST(std::count(tree.begin(), tree.end(), r) == 1);
   }
   BOOST_TEST(std::count_if(tree.begin(), tree.end(), [](int r) { return r >= 0; }) == p);
@@ -69,10 +73,13 @@ int checked_tree_depth(std::vector<int> const& host) {
   }
   int const root_host = host[std::size_t(tree.at(0))];
   for (int h : host) BOOST_TEST(out_of[std::size_t(h)] == (h == root_host ? 0 : 1), "host " << h);
-  // The root is the first rank of a largest host.
-  auto const largest = std::count(host.begin(), host.end(), root_host);
-  for (int h : host) BOOST_TEST(std::count(host.begin(), host.end(), h) <= largest);
-  BOOST_TEST(tree[0] == int(std::find(host.begin(), host.end(), root_host) - host.begin()));
+  if (root >= 0) {
+    BOOST_TEST(tree[0] == root);
+  } else {  // all_reduce's root: the first rank of a largest host
+    auto const largest = std::count(host.begin(), host.end(), root_host);
+    for (int h : host) BOOST_TEST(std::count(host.begin(), host.end(), h) <= largest);
+    BOOST_TEST(tree[0] == int(std::find(host.begin(), host.end(), root_host) - host.begin()));
+  }
   return d::binomial_steps(static_cast<int>(tree.size()));
 }
 
@@ -120,9 +127,33 @@ BOOST_AUTO_TEST_CASE(a_small_host_takes_a_free_round_of_a_larger_one) {
         }
       }
   // 3 + 1 in blocks: the host of one rank is rank 2's child, the plain tree.
-  BOOST_TEST((d::host_grid({0, 0, 0, 1}, 0).tree == std::vector<int>{0, 1, 2, 3}));
+  BOOST_TEST((d::host_grid({0, 0, 0, 1}, 0).tree.at == std::vector<int>{0, 1, 2, 3}));
   // 1 + 3: the host of three leads; rank 0 is rank 3's child.
-  BOOST_TEST((d::host_grid({0, 1, 1, 1}, 0).tree == std::vector<int>{1, 2, 3, 0}));
+  BOOST_TEST((d::host_grid({0, 1, 1, 1}, 0).tree.at == std::vector<int>{1, 2, 3, 0}));
   // 3 + 3: rank 3's host takes the next block of four, its last position empty.
-  BOOST_TEST((d::host_grid({0, 0, 0, 1, 1, 1}, 0).tree == std::vector<int>{0, 1, 2, -1, 3, 4, 5}));
+  BOOST_TEST(
+      (d::host_grid({0, 0, 0, 1, 1, 1}, 0).tree.at == std::vector<int>{0, 1, 2, -1, 3, 4, 5}));
+}
+
+// Rooted anywhere (broadcast, `tree` over hosts): the root's host first, the root at position 0;
+// still one edge into each other host, for every split of up to 12 ranks and every root, and
+// never more than one round deeper than rooted in a largest host.
+BOOST_AUTO_TEST_CASE(the_tree_by_hosts_rooted_anywhere_enters_each_host_once) {
+  for (int p = 1; p <= 12; ++p)
+    for_each_split(p, [&](std::vector<int> const& sizes) {
+      for (bool interleaved : {false, true}) {
+        auto const host = placement(sizes, interleaved, false);
+        int const deepest = checked_tree_depth(host) + 1;
+        for (int root = 0; root < p; ++root)
+          BOOST_TEST_CONTEXT("ranks " << p << ", hosts " << sizes.size() << ", interleaved "
+                                      << interleaved << ", root " << root) {
+            BOOST_TEST(checked_tree_depth(host, root) <= deepest);
+          }
+      }
+    });
+  // Two hosts of two, interleaved, from rank 3: its host first (3, then 1), then ranks 0 and 2.
+  BOOST_TEST((d::host_grid({0, 1, 0, 1}, 0).tree_from(3).at == std::vector<int>{3, 1, 0, 2}));
+  // 1 + 3 from rank 0: the host of three in the next block of four, entered once.
+  BOOST_TEST(
+      (d::host_grid({0, 1, 1, 1}, 2).tree_from(0).at == std::vector<int>{0, -1, -1, -1, 1, 2, 3}));
 }

@@ -445,6 +445,50 @@ BOOST_AUTO_TEST_CASE(tree_by_hosts_crosses_between_hosts_once_into_each) {
       boost::test_tools::per_element());
 }
 
+// The messages each rank of a job split into `hosts` sends for one broadcast of 1001 floats
+// from `root` with gcl::tree (the default); ~0 for a rank that ends with the wrong values.
+std::vector<std::uint64_t> broadcast_sends(std::vector<int> hosts, int root) {
+  int const p = static_cast<int>(hosts.size());
+  auto out = gcl::spawn<gcl::counting<gcl::hybrid_transport>>(
+      p,
+      [&](auto& comm) {
+        auto const value = [&](int r) { return static_cast<float>(r * 7 + 1); };
+        std::vector<float> v(1001, value(comm.rank()));
+        gcl::broadcast(comm, v, root);
+        return std::pair(v == std::vector<float>(v.size(), value(root)),
+                         comm.transport().stats().messages_sent);
+      },
+      scaled(std::move(hosts)));
+  std::vector<std::uint64_t> s;
+  for (auto const& [ok, n] : out) s.push_back(ok ? n : ~std::uint64_t{0});
+  return s;
+}
+
+// gcl::tree's broadcast across hosts: the binomial tree over the ranks laid out so that each
+// host is a subtree, rooted at the root (test/algorithm/hierarchical.cpp checks the layout):
+// the vector enters each other host once, where the tree over the ranks in order enters it at
+// every edge from a rank of another host. Told by the messages each rank sends.
+BOOST_AUTO_TEST_CASE(a_broadcast_enters_each_host_once) {
+  using counts = std::vector<std::uint64_t>;
+  // Interleaved, from rank 0: positions 0 2 | 1 3. Rank 0 sends to 2 and, across, to 1, which
+  // sends to 3; in rank order 0 would send to 2 and 1 and rank 2 to 3, twice across.
+  BOOST_TEST(broadcast_sends({0, 1, 0, 1}, 0) == counts({2, 1, 0, 0}),
+             boost::test_tools::per_element());
+  // From rank 3: positions 3 1 | 0 2. Rank 3 sends to 1 and, across, to 0, which sends to 2.
+  BOOST_TEST(broadcast_sends({0, 1, 0, 1}, 3) == counts({1, 0, 0, 2}),
+             boost::test_tools::per_element());
+  // 1 + 3 from rank 0: positions 0 - - - 1 2 3. Rank 0 sends across once, to rank 1, which
+  // sends to 2 and 3; in rank order rank 0 would send to 2 and 1, both across.
+  BOOST_TEST(broadcast_sends({0, 1, 1, 1}, 0) == counts({1, 2, 0, 0}),
+             boost::test_tools::per_element());
+  // In power-of-two blocks the tree in rank order is already by hosts: 0 sends to 2 and 1, 2 to 3.
+  BOOST_TEST(broadcast_sends({0, 0, 1, 1}, 0) == counts({2, 0, 1, 0}),
+             boost::test_tools::per_element());
+  // Every rank on a host of its own: the tree in rank order.
+  BOOST_TEST(broadcast_sends({0, 1, 2, 3}, 0) == counts({2, 0, 1, 0}),
+             boost::test_tools::per_element());
+}
+
 // gcl::hierarchical: a reduce-scatter inside each host, an all_reduce across hosts, an
 // all-gather inside each host, whatever the placement: 2 (L - 1) + 2 (H - 1) messages a rank
 // where every host runs L ranks (H hosts); where the hosts differ in size, the grid of the

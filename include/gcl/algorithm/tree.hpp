@@ -13,7 +13,9 @@
 #include "../communicator.hpp"
 #include "../cost_model.hpp"
 #include "../detail/binomial.hpp"
+#include "../detail/binomial_among.hpp"
 #include "../detail/binomial_barrier.hpp"
+#include "../detail/host_grid.hpp"
 #include "../detail/reduce_kernel.hpp"
 
 namespace gcl {
@@ -76,9 +78,18 @@ struct tree {
     }
   }
 
-  /// `data` of `root` is copied to every rank's `data`.
+  /// `data` of `root` is copied to every rank's `data`. Where the transport says which host
+  /// each rank is on and the ranks run on several hosts (`hybrid_transport`), the same tree
+  /// over the ranks laid out so that each host is a subtree (`tree_by_hosts`'s layout, rooted
+  /// at `root`): the vector enters each host once, where the tree over the ranks in order
+  /// crosses at every edge between ranks of different hosts (over two hosts of two,
+  /// interleaved, twice into the other host). As many messages, in as many rounds or one more.
   template <class Comm, class T>
   void broadcast(Comm& comm, std::span<T> data, int root) const {
+    if (auto const* g = detail::grid_if_over_hosts(comm)) {
+      auto const& t = g->tree_from(root);
+      return detail::binomial_broadcast_among(comm, t.at, t.index, data);
+    }
     broadcast_phase(comm, data, root);
   }
 
