@@ -17,11 +17,11 @@
 
 namespace gcl::detail {
 
-// The host number of each rank of `comm` (its transport's `host_of_ranks()`, looked for through
-// decorators such as `counting`, mapped through the communicator's ranks), or empty where the
-// transport does not say.
+// The host number of each rank of the job: the transport's `host_of_ranks()`, looked for through
+// decorators such as `counting`; `nullptr` (of type std::nullptr_t, so that `says_hosts` knows
+// at compile time) where the transport does not say.
 template <class Transport>
-std::vector<int> const* host_numbers_of(Transport const& t) {
+auto host_numbers_of(Transport const& t) {
   if constexpr (requires {
                   { t.host_of_ranks() } -> std::convertible_to<std::vector<int> const&>;
                 })
@@ -32,14 +32,26 @@ std::vector<int> const* host_numbers_of(Transport const& t) {
     return nullptr;
 }
 
+// Whether `Transport` says which host each rank is on (`host_numbers_of`): known at compile
+// time, so that the others pay nothing.
+template <class Transport>
+constexpr bool says_hosts() {
+  return !std::is_same_v<decltype(host_numbers_of(std::declval<Transport const&>())),
+                         std::nullptr_t>;
+}
+
+// The host number of each rank of `comm` (mapped through the communicator's ranks), or empty
+// where the transport does not say.
 template <class Comm>
 std::vector<int> hosts_of_comm(Comm& comm) {
   std::vector<int> out;
   if constexpr (requires { comm.transport(); }) {
-    auto const* all = host_numbers_of(comm.transport());
-    if (all == nullptr) return out;
-    for (int r = 0; r < comm.size(); ++r)
-      out.push_back((*all)[static_cast<std::size_t>(comm.transport_rank(r))]);
+    using transport = std::remove_cvref_t<decltype(comm.transport())>;
+    if constexpr (says_hosts<transport>()) {
+      auto const& all = *host_numbers_of(comm.transport());
+      for (int r = 0; r < comm.size(); ++r)
+        out.push_back(all[static_cast<std::size_t>(comm.transport_rank(r))]);
+    }
   }
   return out;
 }
@@ -184,20 +196,6 @@ host_grid const& host_grid_of(Comm& comm) {
   auto& kept = comm.template cached<kept_host_grid>();
   if (!kept.grid) kept.grid.emplace(hosts_of_comm(comm), comm.rank());
   return *kept.grid;
-}
-
-// Whether `Transport` says which host each rank is on (a member `host_of_ranks()`, itself or
-// inside a decorator such as `counting`): known at compile time, so that others pay nothing.
-template <class Transport>
-constexpr bool says_hosts() {
-  if constexpr (requires(Transport const& t) {
-                  { t.host_of_ranks() } -> std::convertible_to<std::vector<int> const&>;
-                })
-    return true;
-  else if constexpr (requires(Transport const& t) { t.inner(); })
-    return says_hosts<std::remove_cvref_t<decltype(std::declval<Transport const&>().inner())>>();
-  else
-    return false;
 }
 
 // `comm`'s host grid where its ranks run on two hosts or more and some host runs several
