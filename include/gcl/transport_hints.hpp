@@ -105,6 +105,14 @@ struct all_reduce_thresholds {
   /// cross several times (3 + 3 in blocks, interleaved ranks, 1 + 3). 0: never. (Last, for the
   /// same reason.)
   std::size_t hierarchical_from = 0;
+  /// Where the transport says that some host of the job has more than two ranks per CPU (a
+  /// member `bool ranks_over_two_per_cpu() const`, the same on every rank), `direct` only below
+  /// this, where it is below `direct_below_if_cores_shared`. Each of direct's P - 1 messages a
+  /// rank then waits behind two others for its sender's turn on a core, and from a few hundred
+  /// bytes the parameter server's 2 (P - 1) messages in all (where the ranks crowd the cores,
+  /// as they then do) cost less. 0: `direct_below_if_cores_shared` alone. (Last, for the same
+  /// reason.)
+  std::size_t direct_below_if_over_two_per_cpu = 0;
 };
 
 }  // namespace gcl

@@ -51,6 +51,7 @@ struct rank_view {
   message_counts messages;
   bool share_cores = false;
   bool crowd_cores = false;
+  bool over_two_per_cpu = false;
 };
 
 // One all_reduce of `bytes` of int64 (rank r gives r + 1) on P threads, over
@@ -66,7 +67,8 @@ std::vector<rank_view> sent(int p, std::size_t bytes, Alg alg) {
     return rank_view{v == std::vector<std::int64_t>(v.size(), p * (p + 1) / 2),
                      {st.messages_sent, st.sent_sizes},
                      t.ranks_share_cores(),
-                     t.ranks_crowd_cores()};
+                     t.ranks_crowd_cores(),
+                     t.ranks_over_two_per_cpu()};
   });
 }
 
@@ -407,6 +409,54 @@ BOOST_AUTO_TEST_CASE(takes_the_parameter_server_after_direct_where_ranks_crowd_c
               messages(sent(twice, 8192, gcl::parameter_server{}))));
   BOOST_TEST((messages(sent(beyond_direct, 64, gcl::by_size{})) ==
               messages(sent(beyond_direct, 64, gcl::parameter_server{}))));
+}
+
+// Where some core runs three ranks or more (inproc_transport::ranks_over_two_per_cpu: the ranks
+// more than twice the CPUs), direct only below direct_below_if_over_two_per_cpu, and the
+// parameter server from there (such ranks crowd the cores); where they are at most twice the
+// CPUs, direct up to direct_below_if_cores_shared still. Counted against each algorithm named
+// outright, at P = 2 x CPUs + 1 (on 2 CPUs, 5 ranks) and 2 x CPUs where they are at most
+// by_size::direct_max_ranks.
+BOOST_AUTO_TEST_CASE(takes_direct_only_below_its_own_size_where_a_core_runs_three_ranks) {
+  unsigned const cpus = std::thread::hardware_concurrency();
+  constexpr gcl::all_reduce_thresholds thresholds{.recursive_doubling_below = 1024,
+                                                  .ring_from = 4096,
+                                                  .direct_below_if_cores_shared = 512,
+                                                  .parameter_server_below_if_cores_crowded = 1024,
+                                                  .direct_below_if_over_two_per_cpu = 256};
+  if (cpus == 0) return;  // the host's CPUs unknown: no rank crowds them
+  int const twice = 2 * static_cast<int>(cpus);
+  int tried_over_two = 0;
+  for (int p : {twice + 1, twice}) {
+    if (p < 3 || p > gcl::by_size::direct_max_ranks) continue;
+    bool const over_two = p > twice;
+    tried_over_two += over_two ? 1 : 0;
+    for (std::size_t bytes :
+         {std::size_t{8}, std::size_t{248}, std::size_t{256}, std::size_t{504}, std::size_t{512}}) {
+      BOOST_TEST_INFO("P=" << p << " on " << cpus << " CPUs, " << bytes << " bytes");
+      auto const got = sent(p, bytes, gcl::by_size{.sizes = thresholds});
+      for (auto const& r : got) {
+        BOOST_TEST(r.exact);
+        BOOST_TEST(r.crowd_cores);
+        BOOST_TEST(r.over_two_per_cpu == over_two);
+      }
+      bool const direct = bytes < (over_two ? 256u : 512u);
+      auto const want =
+          direct ? sent(p, bytes, gcl::direct{}) : sent(p, bytes, gcl::parameter_server{});
+      BOOST_TEST((messages(got) == messages(want)));
+    }
+  }
+  if (tried_over_two == 0) return;  // no P here both runs three to a core and takes direct
+  // The threads' own thresholds: at P = 2 x CPUs + 1 direct at 64 B, the parameter server at
+  // 1 KiB (below direct_below_if_cores_shared, 4 KiB).
+  constexpr auto own = gcl::inproc_transport::default_all_reduce;
+  static_assert(64 < own.direct_below_if_over_two_per_cpu &&
+                own.direct_below_if_over_two_per_cpu <= 1024 &&
+                1024 < own.direct_below_if_cores_shared);
+  BOOST_TEST((messages(sent(twice + 1, 64, gcl::by_size{})) ==
+              messages(sent(twice + 1, 64, gcl::direct{}))));
+  BOOST_TEST((messages(sent(twice + 1, 1024, gcl::by_size{})) ==
+              messages(sent(twice + 1, 1024, gcl::parameter_server{}))));
 }
 
 // Where the ranks crowd the cores and are a power of two, halving-doubling where ring would run,

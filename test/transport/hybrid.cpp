@@ -635,6 +635,28 @@ BOOST_AUTO_TEST_CASE(whether_ranks_crowd_cores) {
   static_assert(gcl::tcp_transport::default_all_reduce.direct_below_if_cores_shared == 0);
 }
 
+// Whether some host runs more than two ranks per CPU (by_size asks, for direct's smaller size
+// there): on one host, as shm answers (5 ranks: on 2 CPUs or fewer, yes); across hosts, as the
+// TCP rendezvous gathered from every rank's tcp_options::over_two_per_cpu.
+BOOST_AUTO_TEST_CASE(whether_ranks_are_over_two_per_cpu) {
+  auto answers = [](std::vector<int> hosts, bool over_two) {
+    auto o = scaled(hosts);
+    o.tcp.shares_cores = o.tcp.crowds_cores = o.tcp.over_two_per_cpu = over_two;
+    return gcl::spawn<gcl::hybrid_transport>(
+        static_cast<int>(hosts.size()),
+        [](auto& comm) { return comm.transport().ranks_over_two_per_cpu(); }, o);
+  };
+  unsigned const cpus = std::thread::hardware_concurrency();
+  bool const over_two = cpus != 0 && 5 > 2 * cpus;
+  BOOST_TEST(gcl::detail::ranks_outnumber_cpus(5, 2) == over_two);
+  for (bool told : {false, true}) {
+    BOOST_TEST(answers({0, 0, 0, 0, 0}, told) == std::vector<bool>(5, over_two),
+               boost::test_tools::per_element());
+    BOOST_TEST(answers({0, 0, 1, 1}, told) == std::vector<bool>(4, told),
+               boost::test_tools::per_element());
+  }
+}
+
 // Every rank on one host under auto: pure shm, no TCP side left after the rendezvous.
 BOOST_AUTO_TEST_CASE(one_host_is_pure_shm) {
   std::vector<int> hosts{0, 0, 0};

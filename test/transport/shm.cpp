@@ -1199,6 +1199,23 @@ BOOST_AUTO_TEST_CASE(the_default_all_reduce_takes_the_parameter_server_where_ran
   }
 }
 
+// Where some core runs three ranks or more (the ranks more than twice the CPUs: on 2 CPUs,
+// 5), direct only below 512 B (direct_below_if_over_two_per_cpu), the parameter server from
+// there: 64 B and 1 KiB at P = 2 x CPUs + 1, where that is at most by_size::direct_max_ranks.
+BOOST_AUTO_TEST_CASE(the_default_all_reduce_takes_direct_only_below_512_B_where_a_core_runs_three) {
+  constexpr auto t = gcl::shm_transport::default_all_reduce;
+  static_assert(t.direct_below_if_over_two_per_cpu == 512 && t.direct_below_if_cores_shared > 1024);
+  unsigned const cpus = std::thread::hardware_concurrency();
+  int const p = 2 * static_cast<int>(cpus) + 1;
+  if (cpus == 0 || p > gcl::by_size::direct_max_ranks) return;  // no such P takes direct here
+  auto const said = gcl::spawn<gcl::shm_transport>(
+      p, [](auto& comm) { return comm.transport().ranks_over_two_per_cpu(); });
+  BOOST_TEST(said == std::vector<bool>(static_cast<std::size_t>(p), true),
+             boost::test_tools::per_element());
+  by_size_sends_as(p, 8, gcl::direct{}, gcl::parameter_server{});    // 64 B
+  by_size_sends_as(p, 128, gcl::parameter_server{}, gcl::direct{});  // 1 KiB
+}
+
 // The default all_reduce runs ring in blocks of 1 MiB per rank over shm (a chunk then fits its
 // ring whole) and reduces messages from 64 KiB as they arrive, or from 4 MiB where they come
 // by cross-memory attach (shm_transport::default_all_reduce, shm_options). Counted: 3 MiB is

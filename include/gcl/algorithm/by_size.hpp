@@ -32,7 +32,8 @@
 /// `ring_from_if_cores_shared` (where that is smaller than `ring_from`), and ring blocks of at
 /// least P² x `ring_step_bytes_per_rank_if_cores_shared` (fewer rounds). The smallest messages
 /// take `direct`, one round, below its `direct_below_if_cores_shared` (up to `direct_max_ranks`
-/// ranks); where the ranks crowd the cores (at least two per CPU: a member
+/// ranks; below its `direct_below_if_over_two_per_cpu` where some host runs more than two per
+/// CPU); where the ranks crowd the cores (at least two per CPU: a member
 /// `ranks_crowd_cores()`), the next ones, or all small ones beyond `direct_max_ranks`, take
 /// `parameter_server`, two rounds of the fewest messages, below its
 /// `parameter_server_below_if_cores_crowded` (up to `parameter_server_max_ranks` ranks), and
@@ -234,7 +235,9 @@ struct by_size {
     auto const t = sizes.value_or(detail::thresholds_of_comm(comm));
     std::size_t const bytes = data.size_bytes();
     bool const cores_shared = detail::hint_of(comm, detail::ranks_share_cores);
-    if (cores_shared && bytes < t.direct_below_if_cores_shared && comm.size() <= direct_max_ranks)
+    if (cores_shared && comm.size() <= direct_max_ranks && bytes < t.direct_below_if_cores_shared &&
+        (t.direct_below_if_over_two_per_cpu == 0 || bytes < t.direct_below_if_over_two_per_cpu ||
+         !detail::hint_of(comm, detail::ranks_over_two_per_cpu)))
       return direct{}.all_reduce(comm, data, op);
     if (bytes < t.parameter_server_below_if_cores_crowded &&
         comm.size() <= parameter_server_max_ranks &&

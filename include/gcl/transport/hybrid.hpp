@@ -277,10 +277,11 @@ class hybrid_transport {
     if (s_->tcp) return s_->tcp->any_shares_cores();
     return detail::ranks_outnumber_cpus(s_->size);
   }
-  /// Whether some host of the job has more than two ranks per CPU, as by_size asks: exchanged
-  /// at the TCP rendezvous (`tcp_transport::ranks_over_two_per_cpu`), which matters only where
-  /// TCP's thresholds apply (a job over several hosts).
+  /// Whether some host of the job has more than two ranks per CPU, as by_size asks: where
+  /// every peer is reached through shared memory, as `shm_transport::ranks_over_two_per_cpu`;
+  /// else as the TCP rendezvous says (`tcp_transport::ranks_over_two_per_cpu`).
   bool ranks_over_two_per_cpu() const noexcept {
+    if (all_shm()) return detail::ranks_outnumber_cpus(s_->size, 2);
     return s_->tcp && s_->tcp->any_over_two_per_cpu();
   }
   /// Whether the ranks crowd the cores (at least two per CPU), as by_size asks: where every

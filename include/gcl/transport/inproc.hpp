@@ -347,6 +347,15 @@ class inproc_transport {
   /// long at 32 and 64 KiB as at 16 (a loaded machine: 4.2 and 4.1 against 2.4 ms, where the
   /// default took 33.6 and 41.8 against 3.9).
   ///
+  /// Where some core runs three threads or more (P = 5 on 2 cores), direct only below 512 B
+  /// (`direct_below_if_over_two_per_cpu`), the parameter server from there: each of direct's
+  /// P - 1 messages a thread waits behind two others for its sender's turn. Measured on 2
+  /// cores (benchmark/default_vs_fixed, three jobs of seven rounds, 2026-12-07, an Intel host):
+  /// at P = 5 direct took 5.7-6.2 us at 1 KiB against the parameter server's 4.5-5.5, 7.0-9.3
+  /// at 2 KiB against 4.9-6.6, level from 4 B to 512 B (8 and 16 B 3.1-4.0 against 3.4-3.9);
+  /// at P = 3 and 4, where no core runs more than two, direct stayed level with the parameter
+  /// server or ahead to 2 KiB.
+  ///
   /// Between two threads, recursive doubling below 64 KiB: one message of the whole vector,
   /// where halving-doubling and ring send two of half, one after the other. Since a message
   /// of up to 4 KiB lies in its cell and the cell after it is emptied ahead (2026-11-29):
@@ -364,7 +373,8 @@ class inproc_transport {
       .recursive_doubling_below_at_two_ranks = 64 * 1024,
       .halving_doubling_below_if_cores_crowded = 2 * 1024 * 1024,
       .halving_doubling_from_if_cores_crowded = 32 * 1024,
-      .ring_from_if_cores_shared = 32 * 1024};
+      .ring_from_if_cores_shared = 32 * 1024,
+      .direct_below_if_over_two_per_cpu = 512};
 
   /// The shared state of `size` ranks. Outlives nothing: every transport keeps it alive.
   class group {
@@ -449,6 +459,9 @@ class inproc_transport {
   /// (`gcl::by_size` asks, for
   /// `all_reduce_thresholds::parameter_server_below_if_cores_crowded`).
   bool ranks_crowd_cores() const noexcept { return detail::ranks_crowd_cpus(size()); }
+  /// Whether they are more than twice this host's CPUs, so that some core runs three or more
+  /// (`gcl::by_size` asks, for `all_reduce_thresholds::direct_below_if_over_two_per_cpu`).
+  bool ranks_over_two_per_cpu() const noexcept { return detail::ranks_outnumber_cpus(size(), 2); }
 
   /// A communicator of context `context` is gone from this rank: its calls are forgotten, so
   /// that a new communicator taking the id again is checked from its #1 (call_aware_transport).

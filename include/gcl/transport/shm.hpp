@@ -84,6 +84,13 @@ class shm_transport {
   /// 2026-12-06, when it took 1.26x ring's time at P = 4, 64 KiB (39.5 us against 31.4) and
   /// 1.33x at P = 8 (134 against 101).
   ///
+  /// Where some core runs three ranks or more (P = 5 on 2 cores), direct only below 512 B
+  /// (`direct_below_if_over_two_per_cpu`), the parameter server from there, as between
+  /// threads. Measured on 2 cores (benchmark/default_vs_fixed under gcl-launch, three jobs of
+  /// seven rounds, 2026-12-07, an Intel host): at P = 5 direct took 7.5-7.7 us at 1 KiB
+  /// against the parameter server's 6.2-6.5, 11.2-11.8 at 2 KiB against 7.3-8.3, 1.07-1.13x
+  /// its time at 512 B, at most 1.08x below; at P = 3 and 4 level with it or ahead to 1 KiB.
+  ///
   /// Ring runs in blocks of 1 MiB per rank, not the default 2: each chunk of a block (1 MiB /
   /// P) then fits its ring (4 MiB / P, `shm_options::ring_bytes`) whole, header included, so a
   /// sender writes it at once and goes on while its receiver reduces it straight out of the
@@ -123,7 +130,8 @@ class shm_transport {
       .parameter_server_below_if_cores_crowded = 64 * 1024,
       .ring_block_bytes = 1024 * 1024,
       .recursive_doubling_below_at_two_ranks = 64 * 1024,
-      .ring_from_if_cores_shared = 64 * 1024};
+      .ring_from_if_cores_shared = 64 * 1024,
+      .direct_below_if_over_two_per_cpu = 512};
 
   /// Joins the job described by `o` (rendezvous through rank 0).
   explicit shm_transport(shm_options const& o)
@@ -182,6 +190,9 @@ class shm_transport {
   /// (`gcl::by_size` asks, for
   /// `all_reduce_thresholds::parameter_server_below_if_cores_crowded`).
   bool ranks_crowd_cores() const noexcept { return detail::ranks_crowd_cpus(size()); }
+  /// Whether they are more than twice the host's CPUs, so that some core runs three or more
+  /// (`gcl::by_size` asks, for `all_reduce_thresholds::direct_below_if_over_two_per_cpu`).
+  bool ranks_over_two_per_cpu() const noexcept { return detail::ranks_outnumber_cpus(size(), 2); }
   /// Whether large messages from `peer` are copied once, straight from its memory
   /// (process_vm_readv allowed), rather than streamed through the ring.
   bool copies_once_from(int peer) const noexcept { return impl_->copies_once_from(peer); }
