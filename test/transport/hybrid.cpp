@@ -311,6 +311,23 @@ BOOST_AUTO_TEST_CASE(the_default_all_reduce_follows_the_paths) {
   BOOST_TEST((sent(one_host) != sent(two_hosts)));  // the two algorithms do differ here
 }
 
+// The messages each of `p` ranks sends in `call` (which runs a collective on the rank's
+// communicator and says whether its result is right) over a hybrid_transport of options `o`;
+// ~0 for a rank whose result is wrong.
+template <class Call>
+std::vector<std::uint64_t> sends_per_rank(int p, gcl::hybrid_options const& o, Call call) {
+  auto out = gcl::spawn<gcl::counting<gcl::hybrid_transport>>(
+      p,
+      [&](auto& comm) {
+        bool const ok = call(comm);
+        return std::pair(ok, comm.transport().stats().messages_sent);
+      },
+      o);
+  std::vector<std::uint64_t> s;
+  for (auto const& [ok, n] : out) s.push_back(ok ? n : ~std::uint64_t{0});
+  return s;
+}
+
 // The messages each rank of a job split into `hosts` sends for one all_reduce of `floats` floats
 // with `alg`, told by the TCP rendezvous that the cores are shared and crowded, or neither; ~0
 // for a rank whose result is wrong.
@@ -320,18 +337,11 @@ std::vector<std::uint64_t> messages_sent(std::vector<int> hosts, bool crowded, s
   int const p = static_cast<int>(hosts.size());
   auto o = scaled(std::move(hosts));
   o.tcp.shares_cores = o.tcp.crowds_cores = crowded;
-  auto out = gcl::spawn<gcl::counting<gcl::hybrid_transport>>(
-      p,
-      [&](auto& comm) {
-        std::vector<float> v(floats, static_cast<float>(comm.rank() + 1));
-        gcl::all_reduce(comm, v, gcl::sum{}, alg);
-        return std::pair(v == std::vector<float>(v.size(), static_cast<float>(p * (p + 1) / 2)),
-                         comm.transport().stats().messages_sent);
-      },
-      o);
-  std::vector<std::uint64_t> s;
-  for (auto const& [ok, n] : out) s.push_back(ok ? n : ~std::uint64_t{0});
-  return s;
+  return sends_per_rank(p, o, [&](auto& comm) {
+    std::vector<float> v(floats, static_cast<float>(comm.rank() + 1));
+    gcl::all_reduce(comm, v, gcl::sum{}, alg);
+    return v == std::vector<float>(v.size(), static_cast<float>(p * (p + 1) / 2));
+  });
 }
 
 // Where ranks crowd the cores, by_size takes the parameter server for small messages over TCP
@@ -449,19 +459,12 @@ BOOST_AUTO_TEST_CASE(tree_by_hosts_crosses_between_hosts_once_into_each) {
 // from `root` with gcl::tree (the default); ~0 for a rank that ends with the wrong values.
 std::vector<std::uint64_t> broadcast_sends(std::vector<int> hosts, int root) {
   int const p = static_cast<int>(hosts.size());
-  auto out = gcl::spawn<gcl::counting<gcl::hybrid_transport>>(
-      p,
-      [&](auto& comm) {
-        auto const value = [&](int r) { return static_cast<float>(r * 7 + 1); };
-        std::vector<float> v(1001, value(comm.rank()));
-        gcl::broadcast(comm, v, root);
-        return std::pair(v == std::vector<float>(v.size(), value(root)),
-                         comm.transport().stats().messages_sent);
-      },
-      scaled(std::move(hosts)));
-  std::vector<std::uint64_t> s;
-  for (auto const& [ok, n] : out) s.push_back(ok ? n : ~std::uint64_t{0});
-  return s;
+  return sends_per_rank(p, scaled(std::move(hosts)), [&](auto& comm) {
+    auto const value = [&](int r) { return static_cast<float>(r * 7 + 1); };
+    std::vector<float> v(1001, value(comm.rank()));
+    gcl::broadcast(comm, v, root);
+    return v == std::vector<float>(v.size(), value(root));
+  });
 }
 
 // gcl::tree's broadcast across hosts: the binomial tree over the ranks laid out so that each
