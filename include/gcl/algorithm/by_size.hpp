@@ -247,8 +247,7 @@ struct by_size {
     // says which host each rank is on), the tree and the rings go by hosts.
     auto by_hosts = [&]() -> detail::host_grid const* {
       if constexpr (commutative_op<Op, T>)
-        if (t.hierarchical_from != 0)
-          if (auto const& g = detail::host_grid_of(comm); g.spans_hosts()) return &g;
+        if (t.hierarchical_from != 0) return detail::grid_if_over_hosts(comm);
       return nullptr;
     };
     if (cores_shared && bytes >= t.tree_from_if_cores_shared) {
