@@ -19,6 +19,7 @@
 #include <sstream>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <tuple>
 #include <vector>
 
@@ -478,11 +479,12 @@ BOOST_AUTO_TEST_CASE(picks_ring_for_large_commutative_reductions_when_links_are_
 
 BOOST_AUTO_TEST_CASE(ring_runs_a_block_at_a_time_as_the_default_runs_it) {
   // automatic's ring is the one by_size runs on the transport, a cache-sized block at a time,
-  // not the whole buffer at once: what the race times and the winner runs. At P = 8 threads
-  // take blocks of 2 MiB per rank, so 3 MiB is two blocks.
-  constexpr int p = 8;
-  std::size_t const n = (std::size_t{3} << 20) / sizeof(std::int64_t);
-  auto const blocked = gcl::by_size::ring_of(gcl::detail::thresholds_of<counted>(), p);
+  // not the whole buffer at once: what the race times and the winner runs. Two threads take
+  // blocks of 8 MiB (16 MiB where they share a core), so a block and 1 MiB more is two blocks.
+  constexpr int p = 2;
+  bool const shared = static_cast<unsigned>(p) > std::thread::hardware_concurrency();
+  auto const blocked = gcl::by_size::ring_of(gcl::detail::thresholds_of<counted>(), p, shared);
+  std::size_t const n = (blocked.block_bytes + (std::size_t{1} << 20)) / sizeof(std::int64_t);
   BOOST_TEST_REQUIRE(blocked.blocks(n, sizeof(std::int64_t)) == 2u);
   auto const want = run<std::int64_t>(p, n, gcl::sum{}, blocked, value);
   auto const whole = run<std::int64_t>(p, n, gcl::sum{}, gcl::ring{}, value);

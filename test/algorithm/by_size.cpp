@@ -305,6 +305,44 @@ BOOST_AUTO_TEST_CASE(takes_ring_from_its_own_size_where_ranks_share_cores) {
   }
 }
 
+// ring_block_bytes_if_cores_shared: where ranks share cores, ring's blocks are at least that
+// large, whatever P; elsewhere ring_block_bytes decides. Small thresholds: 4 KiB blocks alone,
+// 16 KiB where ranks share cores, so 48 KiB is 12 blocks or 3. Counted against ring named
+// outright, at P = 2 (no sharing on two CPUs or more) and P = CPUs + 1 (sharing). And the
+// threads' own: 16 MiB blocks wherever they share cores, at any P.
+BOOST_AUTO_TEST_CASE(takes_larger_ring_blocks_where_ranks_share_cores) {
+  constexpr auto threads = gcl::detail::thresholds_of<gcl::counting<gcl::inproc_transport>>();
+  constexpr std::size_t mib = std::size_t{1} << 20;
+  static_assert(gcl::by_size::ring_of(threads, 3, true).block_bytes == 16 * mib);
+  static_assert(gcl::by_size::ring_of(threads, 8, true).block_bytes == 16 * mib);
+  static_assert(gcl::by_size::ring_of(threads, 16, true).block_bytes == 16 * mib);
+  static_assert(gcl::by_size::ring_of(threads, 2, false).block_bytes == 8 * mib);
+  static_assert(gcl::by_size::ring_of(threads, 8, false).block_bytes == 2 * mib);
+  unsigned const cpus = std::thread::hardware_concurrency();
+  constexpr gcl::all_reduce_thresholds blocked{.recursive_doubling_below = 64,
+                                               .ring_from = 1024,
+                                               .ring_block_bytes = 4096,
+                                               .ring_block_bytes_if_cores_shared = 16384};
+  std::size_t const bytes = 48 * 1024;
+  std::vector<int> ranks;
+  if (cpus >= 2) ranks.push_back(2);
+  if (cpus >= 2 && cpus + 1 <= 8) ranks.push_back(static_cast<int>(cpus) + 1);
+  for (int p : ranks) {
+    bool const shared = static_cast<unsigned>(p) > cpus;
+    BOOST_TEST_CONTEXT("P=" << p << " on " << cpus << " CPUs") {
+      auto const got = sent(p, bytes, gcl::by_size{.sizes = blocked});
+      for (auto const& r : got) {
+        BOOST_TEST(r.exact);
+        BOOST_TEST(r.share_cores == shared);
+      }
+      auto const twelve = sent(p, bytes, gcl::ring{.block_bytes = 4096});
+      auto const three = sent(p, bytes, gcl::ring{.block_bytes = 16384});
+      BOOST_TEST((messages(twelve) != messages(three)));
+      BOOST_TEST((messages(got) == messages(shared ? three : twelve)));
+    }
+  }
+}
+
 // Where the ranks outnumber the CPUs (inproc_transport::ranks_share_cores) and they are at
 // most by_size::direct_max_ranks, direct below direct_below_if_cores_shared, ahead of the
 // other thresholds; elsewhere, and from that size, their choice. Counted against each

@@ -22,23 +22,23 @@
 ///                                                           .ring_from = 1 << 20}};
 ///     gcl::all_reduce(comm, v, gcl::sum{}, mine);
 ///
-/// Where ranks share cores, fewer messages beat fewer rounds: a message then waits for its
-/// sender to be scheduled. A transport that knows the job's ranks share cores (a member
-/// `ranks_share_cores()` that answers the same on every rank, as `tcp_transport`'s does from
-/// its rendezvous, and `shm_transport`'s and `inproc_transport`'s from the host's CPUs) gets the
-/// binomial tree from its `tree_from_if_cores_shared` to below its `tree_below_if_cores_shared`
-/// (or its `tree_below_if_over_two_per_cpu` where it says, by a member
-/// `ranks_over_two_per_cpu()`, that some host has more than two ranks per CPU), ring from its
-/// `ring_from_if_cores_shared` (where that is smaller than `ring_from`), and ring blocks of at
-/// least P² x `ring_step_bytes_per_rank_if_cores_shared` (fewer rounds). The smallest messages
-/// take `direct`, one round, below its `direct_below_if_cores_shared` (up to `direct_max_ranks`
-/// ranks; below its `direct_below_if_over_two_per_cpu` where some host runs more than two per
-/// CPU); where the ranks crowd the cores (at least two per CPU: a member
-/// `ranks_crowd_cores()`), the next ones, or all small ones beyond `direct_max_ranks`, take
-/// `parameter_server`, two rounds of the fewest messages, below its
-/// `parameter_server_below_if_cores_crowded` (up to `parameter_server_max_ranks` ranks), and
-/// where they are a power of two, the large ones halving-doubling instead of ring from its
-/// `halving_doubling_from_if_cores_crowded` and below its
+/// Where ranks share cores, fewer messages beat fewer rounds: a message then waits for its sender
+/// to be scheduled. A transport that knows the job's ranks share cores (a member
+/// `ranks_share_cores()` that answers the same on every rank, as `tcp_transport`'s does from its
+/// rendezvous, and `shm_transport`'s and `inproc_transport`'s from the host's CPUs) gets the
+/// binomial tree from its `tree_from_if_cores_shared` to below its `tree_below_if_cores_shared` (or
+/// its `tree_below_if_over_two_per_cpu` where it says, by a member `ranks_over_two_per_cpu()`, that
+/// some host has more than two ranks per CPU), ring from its `ring_from_if_cores_shared` (where
+/// that is smaller than `ring_from`), and ring blocks of at least P² x
+/// `ring_step_bytes_per_rank_if_cores_shared` and `ring_block_bytes_if_cores_shared` (fewer
+/// rounds). The smallest messages take `direct`, one round, below its
+/// `direct_below_if_cores_shared` (up to `direct_max_ranks` ranks; below its
+/// `direct_below_if_over_two_per_cpu` where some host runs more than two per CPU); where the ranks
+/// crowd the cores (at least two per CPU: a member `ranks_crowd_cores()`), the next ones, or all
+/// small ones beyond `direct_max_ranks`, take `parameter_server`, two rounds of the fewest
+/// messages, below its `parameter_server_below_if_cores_crowded` (up to
+/// `parameter_server_max_ranks` ranks), and where they are a power of two, the large ones
+/// halving-doubling instead of ring from its `halving_doubling_from_if_cores_crowded` and below its
 /// `halving_doubling_below_if_cores_crowded` (fewer rounds of the same bytes).
 ///
 /// Across hosts, where the transport says which host each rank is on (a member
@@ -186,12 +186,14 @@ struct by_size {
 
   /// The ring it runs for `p` ranks: blocks of max(ring_block_bytes, ring_block_total_bytes /
   /// p) bytes per rank, and where ranks share cores at least p² x
-  /// ring_step_bytes_per_rank_if_cores_shared.
+  /// ring_step_bytes_per_rank_if_cores_shared and at least ring_block_bytes_if_cores_shared.
   static constexpr ring ring_of(all_reduce_thresholds const& t, int p,
                                 bool cores_shared = false) noexcept {
     auto const ranks = static_cast<std::size_t>(p < 1 ? 1 : p);
     std::size_t const shared_floor =
-        cores_shared ? ranks * ranks * t.ring_step_bytes_per_rank_if_cores_shared : 0;
+        cores_shared ? std::max(ranks * ranks * t.ring_step_bytes_per_rank_if_cores_shared,
+                                t.ring_block_bytes_if_cores_shared)
+                     : 0;
     return ring{.block_bytes =
                     std::max({t.ring_block_bytes, t.ring_block_total_bytes / ranks, shared_floor})};
   }
