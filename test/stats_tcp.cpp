@@ -198,14 +198,15 @@ BOOST_AUTO_TEST_CASE(by_size_over_tcp_keeps_recursive_doubling_longer_between_tw
 // From ring's sizes up, the default all_reduce runs ring a block at a time; where ranks share
 // cores (the rendezvous says so on every rank), blocks of at least P² x
 // ring_step_bytes_per_rank_if_cores_shared. Small thresholds at P = 4: 4 KiB blocks alone,
-// 8 KiB where ranks share cores, so 48 KiB is 12 blocks or 6. And TCP's own: 2 MiB at P = 4
-// either way, 8 MiB at P = 8 where ranks share cores.
+// 8 KiB where ranks share cores, so 48 KiB is 12 blocks or 6. And TCP's own: 2 MiB up to
+// P = 8 either way, 8 MiB at P = 16 where ranks share cores.
 BOOST_AUTO_TEST_CASE(by_size_over_tcp_takes_larger_ring_blocks_where_ranks_share_cores) {
   constexpr auto tcp = gcl::tcp_transport::default_all_reduce;
   static_assert(gcl::by_size::ring_of(tcp, 4, true).block_bytes == std::size_t{2} << 20);
   static_assert(gcl::by_size::ring_of(tcp, 4, false).block_bytes == std::size_t{2} << 20);
-  static_assert(gcl::by_size::ring_of(tcp, 8, true).block_bytes == std::size_t{8} << 20);
-  static_assert(gcl::by_size::ring_of(tcp, 8, false).block_bytes == std::size_t{2} << 20);
+  static_assert(gcl::by_size::ring_of(tcp, 8, true).block_bytes == std::size_t{2} << 20);
+  static_assert(gcl::by_size::ring_of(tcp, 16, true).block_bytes == std::size_t{8} << 20);
+  static_assert(gcl::by_size::ring_of(tcp, 16, false).block_bytes == std::size_t{2} << 20);
   gcl::by_size const small{
       .sizes = gcl::all_reduce_thresholds{.recursive_doubling_below = 64,
                                           .ring_from = 1024,

@@ -62,10 +62,17 @@ class tcp_transport {
   /// has more than two (`ranks_over_two_per_cpu`) the tree takes 1 MiB too: at P = 8 on 2
   /// cores 0.76x halving-doubling's time in ten interleaved jobs, 0.82-1.01x in three runs
   /// before, level in eight after; benchmark/analysis.md). There, too, ring's blocks grow with P²
-  /// (`ring_step_bytes_per_rank_if_cores_shared`: 2 MiB at P = 4, as where each rank has a
-  /// core, 8 MiB at P = 8): each step costs system calls and a wait for the peers to be
-  /// scheduled (on 2 cores, back to back: at P = 8, 16 and 64 MiB took 0.75-0.9x the time of
-  /// 2 MiB blocks; at P = 4, 4 and 8 MiB blocks were no faster; benchmark/analysis.md).
+  /// (`ring_step_bytes_per_rank_if_cores_shared`, 32 KiB: 2 MiB up to P = 8, as where each rank
+  /// has a core, 8 MiB at P = 16): each step costs system calls and a wait for the peers to be
+  /// scheduled, which the blocks' cache gain must outweigh. Measured on 2 cores
+  /// (benchmark/default_vs_fixed with ring's blocks as candidates, 2026-12-07, an Intel host):
+  /// at P = 8 2 MiB blocks took 0.77-0.98x the time of the 8 MiB blocks of before (128 KiB)
+  /// from 8 to 64 MiB in six jobs; at P = 6 0.84-1.03x that of 4.5 MiB blocks from 8 to
+  /// 32 MiB in two; at P = 16 2 MiB blocks were the slowest (8 MiB 80 ms against 59-74 for the
+  /// whole buffer, 32 MiB 370 against 326-360 for larger blocks), 8 MiB blocks the fastest at
+  /// 32 MiB. On 2026-11-25, with the transport of then, 8 MiB blocks had been ahead at P = 8;
+  /// by_size before and after this change, two jobs each at P = 8: 8 to 32 MiB 0.67-0.87x the
+  /// time (benchmark/analysis.md).
   /// Ring from 2 MiB: at 1 MiB halving-doubling took 0.6-0.9x ring's time at P = 4 and 8
   /// (2026-11-27, on 2 cores, two rounds each, back to back), and ring was ahead from 2 MiB;
   /// at P = 2 the two send the same messages. At P = 2, recursive doubling to 1 MiB: one
@@ -84,7 +91,7 @@ class tcp_transport {
       .tree_below_if_cores_shared = 1024 * 1024,
       .tree_below_if_over_two_per_cpu = 2 * 1024 * 1024,
       .parameter_server_below_if_cores_crowded = 64 * 1024,
-      .ring_step_bytes_per_rank_if_cores_shared = 128 * 1024,
+      .ring_step_bytes_per_rank_if_cores_shared = 32 * 1024,
       .recursive_doubling_below_at_two_ranks = 1024 * 1024};
 
   /// Forms the job with the other ranks described by `o` (rendezvous through rank 0).
