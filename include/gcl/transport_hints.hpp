@@ -116,10 +116,9 @@ struct all_reduce_thresholds {
   /// Where the transport says that ranks share cores (as for `tree_below_if_cores_shared`),
   /// ring's blocks are at least this many bytes, whatever P: each block's 2 (P - 1) rounds then
   /// wait for ranks to be scheduled, and fewer, larger blocks pay that less often. Threads
-  /// set it (inproc_transport::default_all_reduce has the numbers); processes have
-  /// `ring_step_bytes_per_rank_if_cores_shared` instead, which grows with P², as their copies
-  /// through rings and socket buffers take cache of their own. 0: no floor. (Last, for the
-  /// same reason.)
+  /// set it (inproc_transport::default_all_reduce has the numbers); TCP has
+  /// `ring_step_bytes_per_rank_if_cores_shared` instead, which grows with P², and shm neither
+  /// (its chunks must fit its rings). 0: no floor. (Last, for the same reason.)
   std::size_t ring_block_bytes_if_cores_shared = 0;
 };
 

@@ -307,16 +307,16 @@ class inproc_transport {
   ///
   /// Where the threads outnumber the cores, blocks of at least 16 MiB, whatever P
   /// (`ring_block_bytes_if_cores_shared`): each of a block's 2 (P - 1) rounds then waits for
-  /// threads to take turns on a core, and 16 MiB over the ranks made 2 MiB blocks at P = 8,
-  /// eight blocks of 14 rounds for 16 MiB where the whole buffer takes 14. Measured on 2 cores
+  /// threads to take turns on a core, and 16 MiB over the ranks made 2 MiB blocks at P = 8, eight
+  /// blocks of 14 rounds for 16 MiB where the whole buffer takes 14. Measured on 2 cores
   /// (benchmark/default_vs_fixed, two jobs each way at P = 4, 5, 6 and 8, one at P = 3, seven
-  /// rounds, 2026-12-07, an Intel host), the default's time over the best fixed algorithm's,
-  /// before and after: P = 8, 8 MiB 1.25-1.76 and 1.06-1.22, 16 MiB 1.28-1.45 and 1.07-1.08;
-  /// P = 4, 8 MiB 1.15-1.52 and 1.04-1.10, 16 MiB 1.29-1.42 and 0.99-1.08, 32 MiB 1.37-1.41 and
-  /// 1.03-1.06; P = 3, 5 and 6, 16 MiB 1.13-1.6 and 1.02-1.10. Ring's blocks named outright (three jobs at P = 8, two at P = 3 to 6): at
-  /// 16 MiB, 16 MiB blocks (the whole buffer) took 0.65-0.85x the time of the blocks of
-  /// before; at 64 MiB, P = 6 and 8, blocks of 8 MiB took 0.83-0.93x the whole buffer's time
-  /// in every job, of 16 MiB in four jobs of five.
+  /// rounds, 2026-12-07, an Intel host), the default's time over the best fixed algorithm's, before
+  /// and after: P = 8, 8 MiB 1.25-1.76 and 1.06-1.22, 16 MiB 1.28-1.45 and 1.07-1.08; P = 4, 8 MiB
+  /// 1.15-1.52 and 1.04-1.10, 16 MiB 1.29-1.42 and 0.99-1.08, 32 MiB 1.37-1.41 and 1.03-1.06;
+  /// P = 3, 5 and 6, 16 MiB 1.13-1.6 and 1.02-1.10. Ring's blocks named outright (three jobs at
+  /// P = 8, two at P = 3 to 6): at 16 MiB, 16 MiB blocks (the whole buffer) took 0.65-0.85x the
+  /// time of the blocks of before; at 64 MiB, P = 6 and 8, blocks of 8 MiB took 0.83-0.93x the
+  /// whole buffer's time in every job, of 16 MiB in four jobs of five.
   ///
   /// Where the threads outnumber the cores, the binomial tree from 16 to 32 KiB: each of its
   /// 2 (P - 1) messages waits for one switch to its sender, where halving-doubling's 2 P log2 P
