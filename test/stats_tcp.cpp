@@ -205,6 +205,7 @@ BOOST_AUTO_TEST_CASE(by_size_over_tcp_takes_larger_ring_blocks_where_ranks_share
   static_assert(gcl::by_size::ring_of(tcp, 4, true).block_bytes == std::size_t{2} << 20);
   static_assert(gcl::by_size::ring_of(tcp, 4, false).block_bytes == std::size_t{2} << 20);
   static_assert(gcl::by_size::ring_of(tcp, 8, true).block_bytes == std::size_t{2} << 20);
+  static_assert(gcl::by_size::ring_of(tcp, 8, false).block_bytes == std::size_t{2} << 20);
   static_assert(gcl::by_size::ring_of(tcp, 16, true).block_bytes == std::size_t{8} << 20);
   static_assert(gcl::by_size::ring_of(tcp, 16, false).block_bytes == std::size_t{2} << 20);
   gcl::by_size const small{
