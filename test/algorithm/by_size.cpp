@@ -8,6 +8,8 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
+#include <string>
 #include <thread>
 #include <tuple>
 #include <type_traits>
@@ -532,4 +534,43 @@ BOOST_AUTO_TEST_CASE(takes_halving_doubling_for_ring_where_a_power_of_two_of_ran
       }
     }
   }
+}
+
+// `choose` names what `all_reduce` runs: on P threads with the threads' own thresholds and
+// hints (sharing, crowding the cores, as this host's CPUs make them), for sizes that cover every
+// rule, the algorithm it names (and ring with the blocks it names), run outright, sends what
+// by_size sends. Every rank gets the same choice; a non-commutative operator never gets ring.
+BOOST_AUTO_TEST_CASE(choose_names_the_algorithm_that_all_reduce_runs) {
+  std::set<std::string> named;
+  for (int p : {1, 2, 3, 4, 5, 8})
+    for (std::size_t bytes : {std::size_t{8}, std::size_t{512}, std::size_t{4096},
+                              std::size_t{64} << 10, std::size_t{1} << 20}) {
+      BOOST_TEST_CONTEXT("P=" << p << ", " << bytes << " bytes") {
+        auto const choices = gcl::spawn<accounting::counted>(p, [&](auto& comm) {
+          auto const c = gcl::by_size{}.choose(comm, bytes);
+          auto const other = gcl::by_size{}.choose(comm, bytes, false);
+          return std::tuple{std::string(c.name()), c.ring_blocks.block_bytes,
+                            std::string(other.name())};
+        });
+        for (auto const& c : choices) BOOST_TEST((c == choices[0]));
+        auto const& [name, block_bytes, non_commutative] = choices[0];
+        BOOST_TEST(non_commutative != "ring");
+        named.insert(name);
+        auto const got = messages(sent(p, bytes, gcl::by_size{}));
+        auto const outright = [&, &name = name, &block_bytes = block_bytes] {
+          if (name == "direct") return messages(sent(p, bytes, gcl::direct{}));
+          if (name == "parameter_server") return messages(sent(p, bytes, gcl::parameter_server{}));
+          if (name == "tree") return messages(sent(p, bytes, gcl::tree{}));
+          if (name == "recursive_doubling")
+            return messages(sent(p, bytes, gcl::recursive_doubling{}));
+          if (name == "halving_doubling") return messages(sent(p, bytes, gcl::halving_doubling{}));
+          BOOST_TEST_REQUIRE(name == "ring");  // nothing by hosts on one host's threads
+          return messages(sent(p, bytes, gcl::ring{.block_bytes = block_bytes}));
+        }();
+        BOOST_TEST((got == outright), name);
+      }
+    }
+  // Every host runs several of them over these sizes (with a core each: recursive doubling,
+  // halving-doubling and ring; sharing cores, direct or the tree too).
+  BOOST_TEST(named.size() >= 3u);
 }

@@ -8,6 +8,7 @@
 /// (`all_reduce_thresholds::ring_block_bytes`). As Open MPI's and MPICH's fixed
 /// decision rules do, and for the same reasons: the choice costs nothing (no message, no
 /// measurement), and every rank makes the same one because it sees the same size.
+/// `by_size{}.choose(comm, bytes).name()` says which it makes.
 ///
 /// Where the sizes switch depends on the transport: messages between threads cost a fraction
 /// of a microsecond, between processes over TCP tens of microseconds, so TCP keeps the
@@ -232,25 +233,69 @@ struct by_size {
       for_each_step(halving_doubling{}, p, count, element_size, step);
   }
 
-  template <class Comm, class T, class Op>
-  void all_reduce(Comm& comm, std::span<T> data, Op const& op) const {
+  /// What `all_reduce` runs for a message of `bytes` on `comm`, and with what: the algorithm, the
+  /// ring's blocks where it is ring, the host grid where it goes by hosts. `all_reduce` runs
+  /// exactly this, so a user (or a benchmark) can ask which algorithm the default takes for a
+  /// size, as Open MPI's `coll_tuned` decision functions answer for theirs; every rank gets the
+  /// same answer for the same size.
+  struct choice {
+    enum class algorithm {
+      direct,
+      parameter_server,
+      tree,
+      tree_by_hosts,
+      recursive_doubling,
+      hierarchical,
+      ring,
+      halving_doubling
+    };
+    algorithm which = algorithm::halving_doubling;
+    gcl::ring ring_blocks{};                   ///< where `which` is ring: the ring it runs
+    detail::host_grid const* hosts = nullptr;  ///< where `which` goes by hosts: the grid
+
+    /// The algorithm's name, as the algorithm names itself ("ring", "tree_by_hosts", ...).
+    constexpr std::string_view name() const noexcept {
+      switch (which) {
+        case algorithm::direct:
+          return direct::name;
+        case algorithm::parameter_server:
+          return parameter_server::name;
+        case algorithm::tree:
+          return tree::name;
+        case algorithm::tree_by_hosts:
+          return tree_by_hosts::name;
+        case algorithm::recursive_doubling:
+          return recursive_doubling::name;
+        case algorithm::hierarchical:
+          return hierarchical::name;
+        case algorithm::ring:
+          return gcl::ring::name;
+        case algorithm::halving_doubling:
+          return halving_doubling::name;
+      }
+      return {};
+    }
+  };
+
+  /// The choice for `bytes` on `comm`, for an operator that is `commutative` or not (ring and
+  /// the algorithms by hosts reorder operands: they need one that is).
+  template <class Comm>
+  choice choose(Comm& comm, std::size_t bytes, bool commutative = true) const {
+    using enum choice::algorithm;
     auto const t = sizes.value_or(detail::thresholds_of_comm(comm));
-    std::size_t const bytes = data.size_bytes();
     bool const cores_shared = detail::hint_of(comm, detail::ranks_share_cores);
     if (cores_shared && comm.size() <= direct_max_ranks && bytes < t.direct_below_if_cores_shared &&
         (t.direct_below_if_over_two_per_cpu == 0 || bytes < t.direct_below_if_over_two_per_cpu ||
          !detail::hint_of(comm, detail::ranks_over_two_per_cpu)))
-      return direct{}.all_reduce(comm, data, op);
+      return {.which = direct};
     if (bytes < t.parameter_server_below_if_cores_crowded &&
         comm.size() <= parameter_server_max_ranks &&
         detail::hint_of(comm, detail::ranks_crowd_cores))
-      return parameter_server{}.all_reduce(comm, data, op);
+      return {.which = parameter_server};
     // Across hosts (thresholds that name `hierarchical_from`: a mixed job's; a transport that
     // says which host each rank is on), the tree and the rings go by hosts.
     auto by_hosts = [&]() -> detail::host_grid const* {
-      if constexpr (commutative_op<Op, T>)
-        if (t.hierarchical_from != 0) return detail::grid_if_over_hosts(comm);
-      return nullptr;
+      return commutative && t.hierarchical_from != 0 ? detail::grid_if_over_hosts(comm) : nullptr;
     };
     if (cores_shared && bytes >= t.tree_from_if_cores_shared) {
       std::size_t tree_below = t.tree_below_if_cores_shared;
@@ -259,22 +304,56 @@ struct by_size {
         tree_below = t.tree_below_if_over_two_per_cpu;
       // Across hosts, the tree by hosts: it crosses between them once into each host.
       if (bytes < tree_below) {
-        if (auto const* hosts = by_hosts())
-          return tree_by_hosts::all_reduce_over(comm, data, op, *hosts);
-        return tree{}.all_reduce(comm, data, op);
+        if (auto const* hosts = by_hosts()) return {.which = tree_by_hosts, .hosts = hosts};
+        return {.which = tree};
       }
     }
-    if (bytes < recursive_doubling_below(t, comm.size()))
-      return recursive_doubling{}.all_reduce(comm, data, op);
-    if constexpr (commutative_op<Op, T>) {
+    if (bytes < recursive_doubling_below(t, comm.size())) return {.which = recursive_doubling};
+    if (commutative) {
       if (t.hierarchical_from != 0 && bytes >= t.hierarchical_from)
-        if (auto const* hosts = by_hosts())
-          return hierarchical::all_reduce_over(comm, data, op, *hosts);
+        if (auto const* hosts = by_hosts()) return {.which = hierarchical, .hosts = hosts};
       if (bytes >= ring_from(t, cores_shared) &&
           !detail::halving_doubling_instead_of_ring(comm, t, bytes))
-        return ring_of(t, comm.size(), cores_shared).all_reduce(comm, data, op);
+        return {.which = ring, .ring_blocks = ring_of(t, comm.size(), cores_shared)};
     }
-    halving_doubling{}.all_reduce(comm, data, op);
+    return {.which = halving_doubling};
+  }
+
+  template <class Comm, class T, class Op>
+  void all_reduce(Comm& comm, std::span<T> data, Op const& op) const {
+    all_reduce_as(choose(comm, data.size_bytes(), commutative_op<Op, T>), comm, data, op);
+  }
+
+  /// Runs the algorithm `c` names, as `all_reduce` does once it has chosen (a benchmark times
+  /// the choice apart from the algorithm so; the ranks must pass the same choice).
+  template <class Comm, class T, class Op>
+  static void all_reduce_as(choice const& c, Comm& comm, std::span<T> data, Op const& op) {
+    using enum choice::algorithm;
+    switch (c.which) {
+      case direct:
+        return gcl::direct{}.all_reduce(comm, data, op);
+      case parameter_server:
+        return gcl::parameter_server{}.all_reduce(comm, data, op);
+      case tree:
+        return gcl::tree{}.all_reduce(comm, data, op);
+      case recursive_doubling:
+        return gcl::recursive_doubling{}.all_reduce(comm, data, op);
+      case halving_doubling:
+        return gcl::halving_doubling{}.all_reduce(comm, data, op);
+      case tree_by_hosts:
+      case hierarchical:
+      case ring:
+        // `choose` names these for a commutative operator only; given one for another, the
+        // algorithm it would have named instead, halving-doubling.
+        if constexpr (commutative_op<Op, T>) {
+          if (c.which == ring) return c.ring_blocks.all_reduce(comm, data, op);
+          if (c.which == hierarchical)
+            return gcl::hierarchical::all_reduce_over(comm, data, op, *c.hosts);
+          return gcl::tree_by_hosts::all_reduce_over(comm, data, op, *c.hosts);
+        }
+        break;
+    }
+    gcl::halving_doubling{}.all_reduce(comm, data, op);
   }
 };
 
