@@ -21,6 +21,15 @@
 // "def/best" is the median over rounds of the default's time over the best fixed algorithm's
 // (the fixed algorithm of least median) in the same round. Every algorithm's result is checked
 // once per size (#wrong). Prints numbers; asserts nothing.
+//
+// Two more columns split "def/best" in two, so that a miss can be told from the machine's noise
+// (at large sizes a block is a few calls, and a median of a few calls moves by 10-30% between
+// blocks of the same algorithm): "ran" is the algorithm by_size chooses for the size
+// (`by_size::choose`; ring with its blocks, "ring/16M", where they cut the message), also timed
+// as a candidate of its own, named outright; "def/ran" is by_size's time over it (what the
+// choice costs, and the noise: the same algorithm), "ran/best" its time over the best fixed
+// algorithm's (whether the choice is the right one). Each is a median over rounds of the ratio
+// within a round, as def/best.
 
 #include <algorithm>
 #include <cstdio>
@@ -34,11 +43,25 @@
 
 namespace {
 
-// The default first, then every fixed algorithm, as a user would name them.
-using candidates =
-    std::tuple<gcl::by_size, gcl::tree, gcl::ring, gcl::recursive_doubling, gcl::halving_doubling,
-               gcl::direct, gcl::parameter_server, gcl::hierarchical, gcl::tree_by_hosts>;
+// The algorithm by_size chooses for a size, named outright: `by_size::all_reduce_as` with a
+// choice made once, outside the timed calls.
+struct as_chosen {
+  static constexpr std::string_view name = "as_chosen";
+  static constexpr bool needs_commutative = false;
+  gcl::by_size::choice choice;
+  template <class Comm, class T, class Op>
+  void all_reduce(Comm& comm, std::span<T> data, Op const& op) const {
+    gcl::by_size::all_reduce_as(choice, comm, data, op);
+  }
+};
+
+// The default first, the algorithm it runs next, then every fixed algorithm, as a user would
+// name them.
+using candidates = std::tuple<gcl::by_size, as_chosen, gcl::tree, gcl::ring,
+                              gcl::recursive_doubling, gcl::halving_doubling, gcl::direct,
+                              gcl::parameter_server, gcl::hierarchical, gcl::tree_by_hosts>;
 constexpr std::size_t candidate_count = std::tuple_size_v<candidates>;
+constexpr std::size_t first_fixed = 2;  // candidates before it: by_size, as_chosen
 
 struct settings {
   std::string transport;
@@ -46,25 +69,28 @@ struct settings {
   bench::options sizes;  // min_bytes, max_bytes, factor (float32)
   int rounds = 7;
   double block_seconds = 0.01;
+  int min_calls = 5;
   int max_calls = 500;
   double timeout_s = 60;
   std::string bind = "auto";
 };
 
-// Calls `f(index, algorithm)` for each candidate.
+// Calls `f(index, algorithm)` for each of `algs`.
 template <class F>
-void for_each_candidate(F&& f) {
+void for_each_candidate(candidates const& algs, F&& f) {
   [&]<std::size_t... I>(std::index_sequence<I...>) {
-    (f(I, std::tuple_element_t<I, candidates>{}), ...);
+    (f(I, std::get<I>(algs)), ...);
   }
   (std::make_index_sequence<candidate_count>{});
 }
 
-// One size, as rank 0 sees it: per candidate, its time per call in each round (seconds), and
-// the wrong results of every rank. Other ranks get their own times and wrong count.
+// One size, as rank 0 sees it: per candidate, its time per call in each round (seconds), the
+// wrong results of every rank, and what by_size chose. Other ranks get their own times and
+// wrong count.
 struct size_result {
   std::vector<std::vector<double>> per_call = std::vector<std::vector<double>>(candidate_count);
   std::uint64_t wrong = 0;
+  gcl::by_size::choice chosen;
 };
 
 template <class Comm>
@@ -73,17 +99,20 @@ size_result one_size(Comm& comm, settings const& s, std::uint64_t n) {
   std::vector<float> data(static_cast<std::size_t>(n));
   std::span<float> v(data);
   size_result out;
+  out.chosen = gcl::by_size{}.choose(comm, v.size_bytes());
+  candidates algs;
+  std::get<as_chosen>(algs).choice = out.chosen;
   // Checked once each, then warmed up; rank 0 decides each one's block of calls from its own
   // warm-up (the ranks must make the same calls) and tells the others.
   std::vector<int> calls(candidate_count);
-  for_each_candidate([&](std::size_t i, auto alg) {
+  for_each_candidate(algs, [&](std::size_t i, auto const& alg) {
     bench::fill_check_input<float>(bench::collective::all_reduce, "sum", me, p, 0, v);
     gcl::all_reduce(comm, v, gcl::sum{}, alg);
     out.wrong += bench::count_wrong<float>(bench::collective::all_reduce, "sum", me, p, 0, v);
     bench::fill_timed_input<float>("sum", v);
     double const per_call = bench::warm_up(3, [&] { gcl::all_reduce(comm, v, gcl::sum{}, alg); });
     int const fit = per_call > 0 ? static_cast<int>(s.block_seconds / per_call) : s.max_calls;
-    calls[i] = bench::detail::from_rank0(comm, std::clamp(fit, 1, s.max_calls));
+    calls[i] = bench::detail::from_rank0(comm, std::clamp(fit, s.min_calls, s.max_calls));
   });
   bench::loop_record none;
   out.wrong = bench::detail::collect(comm, none, out.wrong);  // rank 0: every rank's
@@ -94,7 +123,7 @@ size_result one_size(Comm& comm, settings const& s, std::uint64_t n) {
     std::shuffle(order.begin(), order.end(), std::mt19937(static_cast<unsigned>(round) + 1));
     bench::loop_record block(candidate_count);
     for (std::size_t const turn : order) {
-      for_each_candidate([&](std::size_t i, auto alg) {
+      for_each_candidate(algs, [&](std::size_t i, auto const& alg) {
         if (i != turn) return;
         bench::detail::barrier(comm);
         auto const t0 = bench::clock::now();
@@ -109,65 +138,104 @@ size_result one_size(Comm& comm, settings const& s, std::uint64_t n) {
   return out;
 }
 
+// What by_size ran, for the table: the algorithm's name, and ring's block where the blocks cut
+// a message of `bytes` ("ring/16M").
+std::string ran_name(gcl::by_size::choice const& c, std::uint64_t bytes) {
+  std::string name(c.name());
+  std::size_t const block = c.ring_blocks.block_bytes;
+  if (c.which != gcl::by_size::choice::algorithm::ring || block == 0 || block >= bytes) return name;
+  if (block % (1 << 20) == 0) return name + "/" + std::to_string(block >> 20) + "M";
+  if (block % (1 << 10) == 0) return name + "/" + std::to_string(block >> 10) + "K";
+  return name + "/" + std::to_string(block);
+}
+
+// The median over rounds of candidate a's time over candidate b's in the same round.
+double median_ratio(std::vector<std::vector<double>> const& t, std::size_t a, std::size_t b) {
+  std::vector<double> ratio;
+  for (std::size_t r = 0; r < t[a].size(); ++r) ratio.push_back(t[a][r] / t[b][r]);
+  return bench::median(ratio);
+}
+
+// How often a ratio stayed within 10% over the sizes, and its worst.
+struct tally {
+  int within = 0, sizes = 0;
+  double worst = 0;
+  std::uint64_t worst_bytes = 0;
+  void add(double ratio, std::uint64_t bytes) {
+    ++sizes;
+    within += ratio <= 1.10;
+    if (ratio > worst) {
+      worst = ratio;
+      worst_bytes = bytes;
+    }
+  }
+};
+
 // Prints rank 0's table; returns the wrong results of every rank on rank 0, 0 on the others.
 template <class Comm>
 std::uint64_t run_rank(Comm& comm, settings const& s) {
   int const p = comm.size();
   bool const me0 = comm.rank() == 0;
   std::vector<std::string> names;
-  for_each_candidate([&](std::size_t, auto alg) { names.emplace_back(decltype(alg)::name); });
-  // Column heads: recursive_doubling, halving_doubling, parameter_server, hierarchical and
-  // tree_by_hosts as rd, hd, ps, hier and tbh.
-  std::vector<std::string> const heads = {"",       "tree", "ring", "rd", "hd",
-                                          "direct", "ps",   "hier", "tbh"};
-  static_assert(candidate_count == 9, "a head for each candidate");
+  for_each_candidate(candidates{},
+                     [&](std::size_t, auto const& alg) { names.emplace_back(alg.name); });
+  // Column heads of the fixed algorithms: recursive_doubling, halving_doubling,
+  // parameter_server, hierarchical and tree_by_hosts as rd, hd, ps, hier and tbh.
+  std::vector<std::string> const heads = {"",   "",       "tree", "ring", "rd",
+                                          "hd", "direct", "ps",   "hier", "tbh"};
+  static_assert(candidate_count == 10, "a head for each candidate");
   if (me0) {
     std::printf(
         "# all_reduce, float32 sum, %s, P = %d: by_size (the default) against each fixed "
-        "algorithm in one job; blocks of calls back to back (about %g s each, first call "
-        "included), the slowest rank's time per call, median of %d rounds, in us; "
-        "rd, hd, ps, hier, tbh: recursive_doubling, halving_doubling, parameter_server, "
-        "hierarchical, tree_by_hosts\n",
-        s.transport.c_str(), p, s.block_seconds, s.rounds);
-    std::printf("%10s %10s %-18s %10s %10s", "bytes", "by_size", "best fixed", "best", "def/best");
-    for (std::size_t i = 1; i < candidate_count; ++i) std::printf(" %10s", heads[i].c_str());
+        "algorithm in one job; blocks of calls back to back (about %g s each, %d to %d calls, "
+        "first call included), the slowest rank's time per call, median of %d rounds, in us; "
+        "ran: the algorithm by_size chose, also timed named outright; def/ran, ran/best, "
+        "def/best: medians over rounds of the ratios within a round; rd, hd, ps, hier, tbh: "
+        "recursive_doubling, halving_doubling, parameter_server, hierarchical, tree_by_hosts\n",
+        s.transport.c_str(), p, s.block_seconds, s.min_calls, s.max_calls, s.rounds);
+    std::printf("%10s %10s %-22s %8s %-18s %10s %8s %8s", "bytes", "by_size", "ran", "def/ran",
+                "best fixed", "best", "ran/best", "def/best");
+    for (std::size_t i = first_fixed; i < candidate_count; ++i)
+      std::printf(" %10s", heads[i].c_str());
     std::printf(" %7s\n", "#wrong");
   }
   std::uint64_t total_wrong = 0;
-  int within = 0, sizes = 0;
-  double worst = 0;
-  std::uint64_t worst_bytes = 0;
+  tally def_best, ran_best, def_ran;
   for (std::uint64_t n : bench::sweep_counts(s.sizes, bench::collective::all_reduce, p)) {
-    auto const [t, wrong] = one_size(comm, s, n);
+    auto const [t, wrong, chosen] = one_size(comm, s, n);
     if (!me0) continue;
     total_wrong += wrong;
     std::vector<double> median(candidate_count);
     for (std::size_t i = 0; i < candidate_count; ++i) median[i] = bench::median(t[i]);
-    std::size_t best = 1;
-    for (std::size_t i = 2; i < candidate_count; ++i)
+    std::size_t best = first_fixed;
+    for (std::size_t i = first_fixed + 1; i < candidate_count; ++i)
       if (median[i] < median[best]) best = i;
-    std::vector<double> ratio;
-    for (int r = 0; r < s.rounds; ++r)
-      ratio.push_back(t[0][static_cast<std::size_t>(r)] / t[best][static_cast<std::size_t>(r)]);
-    double const def_over_best = bench::median(ratio);
-    ++sizes;
-    within += def_over_best <= 1.10;
-    if (def_over_best > worst) {
-      worst = def_over_best;
-      worst_bytes = n * 4;
-    }
-    std::printf("%10llu %10.2f %-18s %10.2f %10.3f", static_cast<unsigned long long>(n * 4),
-                median[0] * 1e6, names[best].c_str(), median[best] * 1e6, def_over_best);
-    for (std::size_t i = 1; i < candidate_count; ++i) std::printf(" %10.2f", median[i] * 1e6);
+    std::uint64_t const bytes = n * 4;
+    double const d_r = median_ratio(t, 0, 1), r_b = median_ratio(t, 1, best),
+                 d_b = median_ratio(t, 0, best);
+    def_ran.add(d_r, bytes);
+    ran_best.add(r_b, bytes);
+    def_best.add(d_b, bytes);
+    std::printf("%10llu %10.2f %-22s %8.3f %-18s %10.2f %8.3f %8.3f",
+                static_cast<unsigned long long>(bytes), median[0] * 1e6,
+                ran_name(chosen, bytes).c_str(), d_r, names[best].c_str(), median[best] * 1e6, r_b,
+                d_b);
+    for (std::size_t i = first_fixed; i < candidate_count; ++i)
+      std::printf(" %10.2f", median[i] * 1e6);
     std::printf(" %7llu\n", static_cast<unsigned long long>(wrong));
     std::fflush(stdout);
   }
-  if (me0)
-    std::printf(
-        "# by_size / best fixed: within 10%% at %d of %d sizes; worst %.3f at %llu B; "
-        "wrong values: %llu %s\n",
-        within, sizes, worst, static_cast<unsigned long long>(worst_bytes),
-        static_cast<unsigned long long>(total_wrong), total_wrong == 0 ? "OK" : "FAILED");
+  if (me0) {
+    auto const line = [](char const* what, tally const& x) {
+      std::printf("# %s: within 10%% at %d of %d sizes; worst %.3f at %llu B\n", what, x.within,
+                  x.sizes, x.worst, static_cast<unsigned long long>(x.worst_bytes));
+    };
+    line("by_size / best fixed (def/best)", def_best);
+    line("the algorithm by_size chose / best fixed (ran/best)", ran_best);
+    line("by_size / the algorithm it chose (def/ran)", def_ran);
+    std::printf("# wrong values: %llu %s\n", static_cast<unsigned long long>(total_wrong),
+                total_wrong == 0 ? "OK" : "FAILED");
+  }
   return total_wrong;
 }
 
@@ -206,6 +274,10 @@ int main(int argc, char** argv) {
                  "about how long each block of calls lasts (judged from 3 warm-up calls)")
       ->check(CLI::Range(0.0, 1e3))
       ->capture_default_str();
+  app.add_option("--min-calls", s.min_calls,
+                 "fewest calls in a block (a block of one large call is mostly noise)")
+      ->check(CLI::Range(1, 1000000))
+      ->capture_default_str();
   app.add_option("--max-calls", s.max_calls, "most calls in a block")
       ->check(CLI::Range(1, 1000000))
       ->capture_default_str();
@@ -219,6 +291,10 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   GCL_CLI_PARSE(app, argc, argv);
   if (auto why = bench::check_options(s.sizes); !why.empty()) return gcl_cli::usage_error(app, why);
+  if (s.min_calls > s.max_calls)
+    return gcl_cli::usage_error(app, "--min-calls (" + std::to_string(s.min_calls) +
+                                         ") is more than --max-calls (" +
+                                         std::to_string(s.max_calls) + ")");
   auto const job = gcl_cli::launcher_world();
   if (auto why = gcl_cli::resolve_transport(s.transport, job, s.world_size, false); !why.empty())
     return gcl_cli::usage_error(app, why);
