@@ -122,9 +122,17 @@ if grep -q '^GCL_BENCH_GLOO:INTERNAL=ON' "$build/CMakeCache.txt"; then
 else
   echo "bench.sh: note: Gloo not found (Debian: libgloo-dev); Gloo is skipped" >&2
 fi
+# Whether the sweeps were built with gcl's TCP transport (Boost.Asio): a one-rank TCP job of one
+# call answers, whatever generator built them.
 have_tcp=0
-if "$bin/${collectives%% *}" --help 2>&1 | grep -q tcp && grep -q GCL_PROGRAM_TCP "$build/benchmark/CMakeFiles/bench_${collectives%% *}.dir/flags.make" 2>/dev/null; then
-  have_tcp=1
+if [[ " $transports " == *" tcp "* ]]; then
+  if "$repo/tools/gcl-launch" -p 1 -- "$bin/${collectives%% *}" --transport tcp --min-bytes 4 \
+    --max-bytes 4 --iters 1 --warmup 0 >/dev/null 2>&1; then
+    have_tcp=1
+  else
+    echo "bench.sh: note: $bin/${collectives%% *} has no TCP transport (Boost.Asio, Debian" \
+      "libboost-dev); gcl's TCP sweeps are skipped" >&2
+  fi
 fi
 if [[ -z "$algorithms" ]]; then  # all_reduce's default (by_size), and ring for reference
   algorithms="ring"
