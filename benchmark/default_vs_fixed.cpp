@@ -144,9 +144,7 @@ std::string ran_name(gcl::by_size::choice const& c, std::uint64_t bytes) {
   std::string name(c.name());
   std::size_t const block = c.ring_blocks.block_bytes;
   if (c.which != gcl::by_size::choice::algorithm::ring || block == 0 || block >= bytes) return name;
-  if (block % (1 << 20) == 0) return name + "/" + std::to_string(block >> 20) + "M";
-  if (block % (1 << 10) == 0) return name + "/" + std::to_string(block >> 10) + "K";
-  return name + "/" + std::to_string(block);
+  return name + "/" + bench::format_size(block);
 }
 
 // The median over rounds of candidate a's time over candidate b's in the same round.
