@@ -5,6 +5,7 @@
 //
 //     default_vs_fixed --world-size 4 --min-bytes 4 --max-bytes 64M --factor 4
 //     tools/gcl-launch -p 4 -- default_vs_fixed --transport shm
+//     tools/gcl-launch -p 2 -- default_vs_fixed --transport shm --pool   # buffers read in place
 //
 // Timing, per size: every algorithm is timed in blocks of calls made back to back after one
 // barrier (a block's first call included, whatever ran before it), the slowest rank's block
@@ -34,6 +35,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <numeric>
+#include <optional>
 #include <random>
 #include <string>
 #include <tuple>
@@ -73,6 +75,7 @@ struct settings {
   int max_calls = 500;
   double timeout_s = 60;
   std::string bind = "auto";
+  bool pool = false;  // the vector in the transport's pool (shm_transport::allocate)
 };
 
 // Calls `f(index, algorithm)` for each of `algs`.
@@ -96,8 +99,18 @@ struct size_result {
 template <class Comm>
 size_result one_size(Comm& comm, settings const& s, std::uint64_t n) {
   int const me = comm.rank(), p = comm.size();
-  std::vector<float> data(static_cast<std::size_t>(n));
-  std::span<float> v(data);
+  // --pool: the vector in this rank's pool, which the peers read in place (doc/shm.md).
+  std::vector<float> data;
+  std::span<float> v;
+  std::optional<gcl::shm_buffer<float>> pooled;
+  if constexpr (requires { comm.transport().template allocate<float>(std::size_t{1}); })
+    if (s.pool) pooled.emplace(comm.transport().template allocate<float>(n));
+  if (pooled) {
+    v = std::span<float>(pooled->data(), pooled->size());
+  } else {
+    data.resize(static_cast<std::size_t>(n));
+    v = data;
+  }
   size_result out;
   out.chosen = gcl::by_size{}.choose(comm, v.size_bytes());
   candidates algs;
@@ -184,13 +197,14 @@ std::uint64_t run_rank(Comm& comm, settings const& s) {
   static_assert(candidate_count == 10, "a head for each candidate");
   if (me0) {
     std::printf(
-        "# all_reduce, float32 sum, %s, P = %d: by_size (the default) against each fixed "
+        "# all_reduce, float32 sum, %s%s, P = %d: by_size (the default) against each fixed "
         "algorithm in one job; blocks of calls back to back (about %g s each, %d to %d calls, "
         "first call included), the slowest rank's time per call, median of %d rounds, in us; "
         "ran: the algorithm by_size chose, also timed named outright; def/ran, ran/best, "
         "def/best: medians over rounds of the ratios within a round; rd, hd, ps, hier, tbh: "
         "recursive_doubling, halving_doubling, parameter_server, hierarchical, tree_by_hosts\n",
-        s.transport.c_str(), p, s.block_seconds, s.min_calls, s.max_calls, s.rounds);
+        s.transport.c_str(), s.pool ? " (buffers in the pool)" : "", p, s.block_seconds,
+        s.min_calls, s.max_calls, s.rounds);
     std::printf("%10s %10s %-22s %8s %-18s %10s %8s %8s", "bytes", "by_size", "ran", "def/ran",
                 "best fixed", "best", "ran/best", "def/best");
     for (std::size_t i = first_fixed; i < candidate_count; ++i)
@@ -287,6 +301,9 @@ int main(int argc, char** argv) {
          "pin each rank to a core: auto (as Open MPI does: when ranks <= cores), core, none")
       ->check(CLI::IsMember({"auto", "core", "none"}))
       ->capture_default_str();
+  app.add_flag("--pool", s.pool,
+               "shm and auto: the vector in the transport's pool, which the other ranks of the "
+               "host read in place (shm_transport::allocate; the pool is sized to fit)");
   GCL_CLI_PARSE(app, argc, argv);
   if (auto why = bench::check_options(s.sizes); !why.empty()) return gcl_cli::usage_error(app, why);
   if (s.min_calls > s.max_calls)
@@ -298,6 +315,10 @@ int main(int argc, char** argv) {
     return gcl_cli::usage_error(app, why);
   if (auto why = gcl_cli::needs_launcher(s.transport, job, s.world_size, argv[0]); !why.empty())
     return gcl_cli::usage_error(app, why);
+  // The pool holds the largest size's vector, rounded up to 64 bytes.
+  if (s.pool)
+    if (auto why = gcl_cli::use_pool(s.transport, s.sizes.max_bytes + (1u << 20)); !why.empty())
+      return gcl_cli::usage_error(app, why);
   if (job) bench::detail::bind_rank(s.bind, job->rank, job->size);
   try {
     auto const wrongs = gcl_cli::run_ranks(

@@ -81,6 +81,7 @@ struct gcl_options : options {
   std::string bind = "auto";  ///< auto (as Open MPI: core if P <= cores, else none), core, none
   bool calibrate = false;     ///< calibrate the cost model on the live transport first
   std::uint64_t ring_segment_bytes = 0;  ///< ring's segment_bytes (0: unsegmented)
+  std::uint64_t ring_block_bytes = 0;    ///< ring's block_bytes (0: the whole buffer at once)
   bool pool = false;  ///< message buffers from the transport's pool (shm_transport::allocate)
 };
 
@@ -248,8 +249,10 @@ std::uint64_t run_rank(Comm& comm, gcl_options const& o, std::string const& impl
           [&](auto... alg) {
             auto one = [&](auto a) {
               using Alg = decltype(a);
-              if constexpr (std::is_same_v<Alg, gcl::ring>)
+              if constexpr (std::is_same_v<Alg, gcl::ring>) {
                 a.segment_bytes = static_cast<std::size_t>(o.ring_segment_bytes);
+                a.block_bytes = static_cast<std::size_t>(o.ring_block_bytes);
+              }
               if constexpr (Call::template supports<Alg, Comm, T, Op>) {
                 valid += (valid.empty() ? "" : ", ") + std::string(Alg::name);
                 if (Alg::name == name) {
@@ -305,6 +308,11 @@ int run(int argc, char** argv) {
   app.add_option("--ring-segment", o.ring_segment_bytes,
                  "ring only: cut each step's message into segments of this many bytes, reducing "
                  "one while the next arrives (suffixes K, M; 0: whole chunks)")
+      ->transform(CLI::AsSizeValue(false))
+      ->capture_default_str();
+  app.add_option("--ring-block", o.ring_block_bytes,
+                 "ring only: all-reduce a buffer a block of this many bytes at a time, as by_size "
+                 "runs ring (suffixes K, M; 0: the whole buffer at once)")
       ->transform(CLI::AsSizeValue(false))
       ->capture_default_str();
   app.add_flag("--pool", o.pool,

@@ -77,12 +77,15 @@ for prog in "$@"; do
     all_reduce_algorithms | message_counts) check "$name" "$prog" --count -5 :: --count ;;
     implicit_bias) check "$name" "$prog" ;;
     train_lenet5) check "$name" "$prog" --algorithm rign :: --algorithm ;;
-    all_reduce | broadcast | reduce_scatter | all_gather | all_to_all)
+    all_reduce) check "$name" "$prog" --min-bytes 4X :: --min-bytes
+      check "$name" "$prog" --ring-block 4X :: "--ring-block: " ;;
+    broadcast | reduce_scatter | all_gather | all_to_all)
       check "$name" "$prog" --min-bytes 4X :: --min-bytes ;;
     mpi/* | gloo/*) check "$name" "$prog" --factor 1 :: --factor ;;
     machine_limits) check "$name" "$prog" --threads 0 :: --threads ;;
     automatic_sweep) check "$name" "$prog" --factor 1 :: --factor ;;
-    default_vs_fixed) check "$name" "$prog" --rounds 0 :: --rounds ;;
+    default_vs_fixed) check "$name" "$prog" --rounds 0 :: --rounds
+      check "$name" "$prog" --pool :: "--pool: --transport inproc has no pool" ;;
     overlap) check "$name" "$prog" --bytes 4X :: --bytes ;;
     predict_vs_measure) check "$name" "$prog" --iters 0 :: --iters ;;
     tcp_link_bench) check "$name" "$prog" tree_vs_ring -n 0 :: --iters ;;
