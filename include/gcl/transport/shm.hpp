@@ -110,17 +110,24 @@ class shm_transport {
   /// `default_vs_fixed`, P = 2, two jobs (2026-11-29): 3.9-4.0 us against 4.5-4.6 at 16 KiB,
   /// 6.9-7.0 against 8.0-8.3 at 32 KiB; at 64 KiB 1.04-1.07x the best.
   ///
-  /// Where the ranks crowd the cores (at least two per CPU), ring in blocks as well, not
-  /// halving-doubling (which took every size from 2 MiB there from 2026-12-02 to 2026-12-05,
-  /// `all_reduce_thresholds::halving_doubling_from_if_cores_crowded`: that rule had been timed
-  /// in blocks of a few calls each). Timed over loops of calls on an AMD EPYC host of 2 cores
-  /// (2026-12-05, processes under gcl-launch, back to back, slowest rank, medians of three to
-  /// six jobs each, alternated): ring in blocks took 0.39-0.81x halving-doubling's time from
-  /// 4 to 64 MiB at P = 4 and 8 (P = 4: 8 MiB 2.8 against 3.6 ms, 16 MiB 6.8 against 10.8,
-  /// 64 MiB 27 against 47; P = 8: 4 MiB 4.0 against 6.3, 16 MiB 15.3 against 29.2, 64 MiB 69
-  /// against 179) and 0.61-0.73x at P = 16 (4 and 16 MiB); at 2 MiB 0.78x at P = 8 and 1.12x
-  /// at P = 4 (0.62 against 0.55 ms, within the jobs' spread). benchmark/analysis.md, "shm:
-  /// ring in blocks again where the ranks crowd the cores".
+  /// Where a power of two of ranks crowd the cores (at least two per CPU), halving-doubling
+  /// from 64 KiB below 4 MiB (`halving_doubling_{from,below}_if_cores_crowded`, as between
+  /// threads), ring in blocks from there. Timed on an AMD EPYC host of 2 cores (2026-12-08,
+  /// processes under gcl-launch, back to back, slowest rank; benchmark/analysis.md, "shm:
+  /// halving-doubling below 4 MiB where the ranks crowd the cores"): in `default_vs_fixed`,
+  /// every algorithm in one job, halving-doubling took 0.26-0.36x ring's time from 128 KiB to
+  /// 1 MiB at P = 4 (1 MiB 307 us against 1,188) and 0.31-0.55x at P = 8 (556 against 1,531
+  /// at 512 KiB), 0.95x and 0.72x at 64 KiB; 2 and 4 MiB ahead of ring's blocks at P = 4
+  /// (971 and 2,743 us against 2,704 and 3,920) and level at P = 8 at 4 MiB; two sweeps per
+  /// algorithm, alternated, the same (P = 4, 1 MiB: 337-372 us against 1,367-1,500). Ring
+  /// runs a job at one speed or at two to four times it there, halving-doubling's fewer,
+  /// pairwise rounds less so (four sweeps each, 2026-12-02, P = 4, 256 KiB: 71-348 us against
+  /// 79-95). From 4 MiB ring in blocks, which took
+  /// 0.39-0.81x halving-doubling's time from 4 to 64 MiB at P = 4 and 8 on another AMD EPYC
+  /// host (2026-12-05, loops of calls: P = 4, 16 MiB 6.8 ms against 10.8; P = 8, 4 MiB 4.0
+  /// against 6.3), where halving-doubling from 2 MiB had been the rule from 2026-12-02 to
+  /// 2026-12-05. On an Intel host (2026-12-06) halving-doubling was level with ring from 128
+  /// KiB at P = 8 and ahead at 64 KiB (87 us against 101).
   static constexpr all_reduce_thresholds default_all_reduce{
       .recursive_doubling_below = 16 * 1024,
       .ring_from = 512 * 1024,
@@ -130,6 +137,8 @@ class shm_transport {
       .parameter_server_below_if_cores_crowded = 64 * 1024,
       .ring_block_bytes = 1024 * 1024,
       .recursive_doubling_below_at_two_ranks = 64 * 1024,
+      .halving_doubling_below_if_cores_crowded = 4 * 1024 * 1024,
+      .halving_doubling_from_if_cores_crowded = 64 * 1024,
       .ring_from_if_cores_shared = 64 * 1024,
       .direct_below_if_over_two_per_cpu = 512};
 
