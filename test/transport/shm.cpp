@@ -1256,11 +1256,11 @@ BOOST_AUTO_TEST_CASE(ring_blocks_fit_the_rings) {
 
 // Where a power of two of ranks crowd the cores (at least two per CPU), the default all_reduce
 // runs halving-doubling from 64 KiB below 4 MiB (`halving_doubling_{from,below}_if_cores_crowded`:
-// ring there took 2-4x its time on an AMD host, 2026-12-08, shm.hpp), and ring in blocks from
-// 4 MiB (halving-doubling, which took the sizes from 2 MiB there until 2026-12-05, measured
-// 1.2-2.6x ring's time from 4 MiB over loops of calls). Where each rank has a CPU, ring in blocks
-// from ring_from, halving-doubling below. Counted against each one named outright, at 64 KiB, 1,
-// 2 and 4 MiB.
+// ring there took 2.8-3.9x its time at P = 4 on an AMD host, 2026-12-08, shm.hpp), and ring in
+// blocks from 4 MiB (halving-doubling, which took the sizes from 2 MiB there until 2026-12-05,
+// measured 1.2-2.6x ring's time from 4 MiB over loops of calls). Where each rank has a CPU, ring
+// in blocks from ring_from, halving-doubling below. Counted against each one named outright, at
+// 64 KiB, 1, 2 and 4 MiB.
 BOOST_AUTO_TEST_CASE(the_default_all_reduce_takes_halving_doubling_below_4_MiB_where_ranks_crowd) {
   constexpr auto t = gcl::shm_transport::default_all_reduce;
   constexpr std::size_t kib = 1024, mib = kib * kib;

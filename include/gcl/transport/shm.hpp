@@ -119,15 +119,15 @@ class shm_transport {
   /// 1 MiB at P = 4 (1 MiB 307 us against 1,188) and 0.31-0.55x at P = 8 (556 against 1,531
   /// at 512 KiB), 0.95x and 0.72x at 64 KiB; 2 and 4 MiB ahead of ring's blocks at P = 4
   /// (971 and 2,743 us against 2,704 and 3,920) and level at P = 8 at 4 MiB; two sweeps per
-  /// algorithm, alternated, the same (P = 4, 1 MiB: 337-372 us against 1,367-1,500). Ring
-  /// runs a job at one speed or at two to four times it there, halving-doubling's fewer,
-  /// pairwise rounds less so (four sweeps each, 2026-12-02, P = 4, 256 KiB: 71-348 us against
-  /// 79-95). From 4 MiB ring in blocks, which took
-  /// 0.39-0.81x halving-doubling's time from 4 to 64 MiB at P = 4 and 8 on another AMD EPYC
-  /// host (2026-12-05, loops of calls: P = 4, 16 MiB 6.8 ms against 10.8; P = 8, 4 MiB 4.0
-  /// against 6.3), where halving-doubling from 2 MiB had been the rule from 2026-12-02 to
-  /// 2026-12-05. On an Intel host (2026-12-06) halving-doubling was level with ring from 128
-  /// KiB at P = 8 and ahead at 64 KiB (87 us against 101).
+  /// algorithm, alternated, the same (P = 4, 1 MiB: 337-372 us against 1,367-1,500). Jobs of
+  /// ring there run at one speed or at two to four times it, jobs of halving-doubling, with
+  /// fewer, pairwise rounds, less so (four sweeps each, 2026-12-02, P = 4, 256 KiB: 71-348 us
+  /// against 79-95). From 4 MiB ring in blocks, which took 0.39-0.81x halving-doubling's time
+  /// from 4 to 64 MiB at P = 4 and 8 on another AMD EPYC host (2026-12-05, loops of calls: P =
+  /// 4, 16 MiB 6.8 ms against 10.8; P = 8, 4 MiB 4.0 against 6.3), where halving-doubling from
+  /// 2 MiB had been the rule from 2026-12-02 to 2026-12-05. On an Intel host (2026-12-06)
+  /// halving-doubling was level with ring from 128 KiB at P = 8 and ahead at 64 KiB (87 us
+  /// against 101).
   static constexpr all_reduce_thresholds default_all_reduce{
       .recursive_doubling_below = 16 * 1024,
       .ring_from = 512 * 1024,
