@@ -35,7 +35,6 @@
 #include <algorithm>
 #include <cstdio>
 #include <numeric>
-#include <optional>
 #include <random>
 #include <string>
 #include <tuple>
@@ -97,20 +96,8 @@ struct size_result {
 };
 
 template <class Comm>
-size_result one_size(Comm& comm, settings const& s, std::uint64_t n) {
+size_result one_size(Comm& comm, settings const& s, std::span<float> v) {
   int const me = comm.rank(), p = comm.size();
-  // --pool: the vector in this rank's pool, which the peers read in place (doc/shm.md).
-  std::vector<float> data;
-  std::span<float> v;
-  std::optional<gcl::shm_buffer<float>> pooled;
-  if constexpr (requires { comm.transport().template allocate<float>(std::size_t{1}); })
-    if (s.pool) pooled.emplace(comm.transport().template allocate<float>(n));
-  if (pooled) {
-    v = std::span<float>(pooled->data(), pooled->size());
-  } else {
-    data.resize(static_cast<std::size_t>(n));
-    v = data;
-  }
   size_result out;
   out.chosen = gcl::by_size{}.choose(comm, v.size_bytes());
   candidates algs;
@@ -214,7 +201,20 @@ std::uint64_t run_rank(Comm& comm, settings const& s) {
   std::uint64_t total_wrong = 0;
   tally def_best, ran_best, def_ran;
   for (std::uint64_t n : bench::sweep_counts(s.sizes, bench::collective::all_reduce, p)) {
-    auto const [t, wrong, chosen] = one_size(comm, s, n);
+    auto const [t, wrong, chosen] = [&] {
+      // --pool: the vector in this rank's pool, which the peers read in place (doc/shm.md).
+      constexpr auto all_reduce = bench::collective::all_reduce;
+      if constexpr (requires { comm.transport().template allocate<float>(std::size_t{1}); }) {
+        if (s.pool) {
+          bench::buffers<float, gcl::shm_buffer<float>> b(all_reduce, n, p, [&](std::size_t k) {
+            return comm.transport().template allocate<float>(k);
+          });
+          return one_size(comm, s, b.in);
+        }
+      }
+      bench::buffers<float> b(all_reduce, n, p);
+      return one_size(comm, s, b.in);
+    }();
     if (!me0) continue;
     total_wrong += wrong;
     std::vector<double> median(candidate_count);

@@ -1279,7 +1279,8 @@ BOOST_AUTO_TEST_CASE(the_default_all_reduce_takes_halving_doubling_below_4_MiB_w
     bool const crowds = p >= 2 * static_cast<int>(cpus);
     for (std::size_t bytes : {64 * kib, mib, 2 * mib, 4 * mib}) {
       std::size_t const count = bytes / sizeof(std::int64_t);
-      bool const expect_hd = bytes < (crowds ? 4 * mib : t.ring_from);
+      bool const expect_hd =
+          bytes < (crowds ? t.halving_doubling_below_if_cores_crowded : t.ring_from);
       auto const chosen = counted_all_reduce(p, count, gcl::by_size{});
       auto const hd = counted_all_reduce(p, count, gcl::halving_doubling{});
       auto const ring = counted_all_reduce(p, count, gcl::by_size::ring_of(t, p, crowds));
